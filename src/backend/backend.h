@@ -1,0 +1,111 @@
+#pragma once
+// The op table every backend implements. Model code calls these and never asks which device it runs
+// on. Ops are destination-passing: the caller owns every output and scratch tensor; ops never
+// allocate. Activations are f32; weights may be BF16, F16 or F32 (read as f32, accumulated in f32).
+//
+// Shape letters: T tokens in the step, H hidden, K/N matmul in/out, nh/nkv attention heads, d head
+// dim, Hk/Hv GDN key/value heads, dk/dv their dims, C = 2*Hk*dk + Hv*dv conv channels, Kc conv taps.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend/batch_layout.h"
+#include "core/tensor.h"
+
+namespace dcu {
+
+enum class DeviceKind { Cpu, Cuda, Hip };
+
+struct RopeParams {
+  int rotary_dim = 0;   // leading dims of each head that rotate (NeoX pairs i, i + rotary_dim/2)
+  float theta = 1e4f;
+};
+
+// Paged KV cache of one attention layer.
+struct PagedKv {
+  Tensor k;             // [num_blocks, block_size, nkv, d]
+  Tensor v;             // [num_blocks, block_size, nkv, d]
+  int block_size = 0;
+};
+
+// Per-sequence Gated DeltaNet state of one layer, indexed by state slot.
+struct GdnState {
+  Tensor conv;          // [slots, C, Kc-1] last Kc-1 pre-conv inputs, oldest first
+  Tensor recurrent;     // [slots, Hv, dk, dv] f32
+};
+
+struct GdnDims {
+  int num_key_heads = 0;    // Hk
+  int num_value_heads = 0;  // Hv
+  int key_dim = 0;          // dk
+  int value_dim = 0;        // dv
+  int conv_kernel = 0;      // Kc
+  int conv_channels() const { return 2 * num_key_heads * key_dim + num_value_heads * value_dim; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string name() const = 0;
+
+  // --- memory -----------------------------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;          // throws dcu::Error when out of memory
+  virtual void release(void* ptr) = 0;
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;    // host -> backend
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;  // backend -> host (synchronizes)
+  virtual void fill_zero(void* dst, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+
+  // --- ops --------------------------------------------------------------------------------------
+  // out[t, :] = f32(table[ids[t], :]).   table [V, H], ids [T] i32 (backend memory), out [T, H]
+  virtual void embed(const Tensor& table, const Tensor& ids, Tensor out) = 0;
+  // Row-wise RMSNorm over the last dim n: y = x * rsqrt(mean(x^2) + eps) * (unit_offset ? 1 + w : w).
+  // x, out [R, n] (may alias); w [n]
+  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
+  // y = x . w^T.   x [T, K] f32, w [N, K], y [T, N] f32
+  virtual void matmul(const Tensor& x, const Tensor& w, Tensor y) = 0;
+  // x += y, elementwise.   x, y [n] f32
+  virtual void add(Tensor x, const Tensor& y) = 0;
+  // out = silu(gate) * up.   gate, up, out [T, I]
+  virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor out) = 0;
+  // x *= sigmoid(gate), elementwise.   x, gate [T, n]
+  virtual void sigmoid_mul(Tensor x, const Tensor& gate) = 0;
+  // out[r, :] = x[rows[r], :].   x [T, H], rows [R] i32 (backend memory), out [R, H]
+  virtual void gather_rows(const Tensor& x, const Tensor& rows, Tensor out) = 0;
+
+  // Gated attention, before the cache: splits the per-head interleaved q|gate projection, applies the
+  // zero-centered q/k norms (weights [d], 1 + w) and partial NeoX RoPE at each token's position.
+  // qg [T, nh, 2d] -> q [T, nh, d], gate [T, nh, d]; k [T, nkv, d] normalized and rotated in place.
+  virtual void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                              const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate) = 0;
+  // Writes each token's k, v [T, nkv, d] into its slot of the paged cache.
+  virtual void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache) = 0;
+  // Causal GQA attention of each new token over its sequence's cache (positions 0..its own).
+  // q [T, nh, d], out [T, nh, d]; q head h reads kv head h / (nh / nkv).
+  virtual void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale,
+                               Tensor out) = 0;
+
+  // Causal depthwise conv (Kc taps, no bias) + SiLU over each sequence's rows, continuing from and
+  // updating its conv state (a sequence with context_before == 0 starts from zeros).
+  // mixed [T, C], weight [C, Kc], out [T, C]
+  virtual void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
+                        Tensor out) = 0;
+  // g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b).   a, b, g, beta [T, Hv]; A_log, dt_bias [Hv]
+  virtual void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g,
+                         Tensor beta) = 0;
+  // The gated delta rule: q, k L2-normalized (q scaled by dk^-0.5), value head j uses key head
+  // j / (Hv / Hk); continues from and updates each sequence's recurrent state (zeros when
+  // context_before == 0). qkv [T, C] (post-conv: q | k | v), g, beta [T, Hv], out [T, Hv, dv].
+  virtual void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims,
+                              GdnState& state, const BatchLayout& batch, Tensor out) = 0;
+  // Per row of dv: y = w * x * rsqrt(mean(x^2) + eps) * silu(z).   x, z, out [R, dv]; w [dv]
+  virtual void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) = 0;
+};
+
+// The CPU backend (always available; the reference for every other backend).
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace dcu

@@ -1,0 +1,41 @@
+#pragma once
+// How the packed token rows of one model step map to sequences, KV pages and GDN state slots.
+// Built on the host by the model runner, mirrored to the backend's memory once per step.
+
+#include <cstdint>
+#include <vector>
+
+namespace dcu {
+
+// Host-side description (S sequences, T tokens in all).
+struct BatchHost {
+  std::vector<int32_t> seq_row_begin;       // [S+1] first packed row of each sequence; last = T
+  std::vector<int32_t> seq_context_before;  // [S] tokens already cached before this step
+  std::vector<int32_t> positions;           // [T] position of each token in its sequence
+  std::vector<int32_t> slot_mapping;        // [T] KV slot = block * block_size + offset
+  std::vector<int32_t> block_tables;        // [S, max_blocks_per_seq], -1 padded
+  std::vector<int32_t> state_slots;         // [S] GDN state slot of each sequence
+  int max_blocks_per_seq = 0;
+
+  int num_seqs() const { return int(state_slots.size()); }
+  int num_tokens() const { return int(positions.size()); }
+  int seq_rows(int s) const { return seq_row_begin[s + 1] - seq_row_begin[s]; }
+};
+
+// The same arrays in backend memory (host memory for the CPU backend), plus the host copy for
+// decisions made before launching (sizes, which GDN form to use).
+struct BatchLayout {
+  const BatchHost* host = nullptr;
+  const int32_t* seq_row_begin = nullptr;
+  const int32_t* seq_context_before = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* slot_mapping = nullptr;
+  const int32_t* block_tables = nullptr;
+  const int32_t* state_slots = nullptr;
+
+  int num_seqs() const { return host->num_seqs(); }
+  int num_tokens() const { return host->num_tokens(); }
+  int max_blocks_per_seq() const { return host->max_blocks_per_seq; }
+};
+
+}  // namespace dcu

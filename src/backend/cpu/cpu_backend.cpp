@@ -1,0 +1,67 @@
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+
+namespace dcu {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  std::string name() const override { return "cpu"; }
+
+  void* allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!p) fail("out of host memory allocating {} bytes", bytes);
+    return p;
+  }
+  void release(void* ptr) override { std::free(ptr); }
+  void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void fill_zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void synchronize() override {}
+
+  void embed(const Tensor& table, const Tensor& ids, Tensor out) override { cpu::embed(table, ids, out); }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
+    cpu::rms_norm(x, w, eps, unit_offset, out);
+  }
+  void matmul(const Tensor& x, const Tensor& w, Tensor y) override { cpu::matmul(x, w, y); }
+  void add(Tensor x, const Tensor& y) override { cpu::add(x, y); }
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { cpu::swiglu(gate, up, out); }
+  void sigmoid_mul(Tensor x, const Tensor& gate) override { cpu::sigmoid_mul(x, gate); }
+  void gather_rows(const Tensor& x, const Tensor& rows, Tensor out) override { cpu::gather_rows(x, rows, out); }
+  void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                      const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate) override {
+    cpu::attention_prep(qg, k, q_norm, k_norm, eps, rope, batch, q, gate);
+  }
+  void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache) override {
+    cpu::kv_cache_write(k, v, batch, cache);
+  }
+  void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale,
+                       Tensor out) override {
+    cpu::paged_attention(q, cache, batch, scale, out);
+  }
+  void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
+                Tensor out) override {
+    cpu::gdn_conv(mixed, weight, state, batch, out);
+  }
+  void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g,
+                 Tensor beta) override {
+    cpu::gdn_gates(a, b, A_log, dt_bias, g, beta);
+  }
+  void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims, GdnState& state,
+                      const BatchLayout& batch, Tensor out) override {
+    cpu::gdn_delta_rule(qkv, g, beta, dims, state, batch, out);
+  }
+  void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
+    cpu::gated_rms_norm(x, z, w, eps, out);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace dcu

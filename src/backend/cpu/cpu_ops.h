@@ -1,0 +1,34 @@
+#pragma once
+// The CPU reference ops, one free function per Backend op (see backend/backend.h for the contracts).
+
+#include <cmath>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace dcu::cpu {
+
+void embed(const Tensor& table, const Tensor& ids, Tensor out);
+void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out);
+void matmul(const Tensor& x, const Tensor& w, Tensor y);
+void add(Tensor x, const Tensor& y);
+void swiglu(const Tensor& gate, const Tensor& up, Tensor out);
+void sigmoid_mul(Tensor x, const Tensor& gate);
+void gather_rows(const Tensor& x, const Tensor& rows, Tensor out);
+void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                    const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate);
+void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache);
+void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale, Tensor out);
+void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch, Tensor out);
+void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g, Tensor beta);
+void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims, GdnState& state,
+                    const BatchLayout& batch, Tensor out);
+void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out);
+
+// Reads a small parameter vector (norm weights, A_log, ...) of any float dtype as f32.
+std::vector<float> to_f32(const Tensor& t);
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace dcu::cpu

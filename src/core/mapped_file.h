@@ -1,0 +1,26 @@
+#pragma once
+// A read-only memory-mapped file.
+
+#include <cstddef>
+#include <string>
+
+namespace dcu {
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws dcu::Error with the path and the reason
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const unsigned char* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const unsigned char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace dcu

@@ -1,0 +1,93 @@
+#pragma once
+// What the request side (HTTP server, CLI) and the engine exchange. Plain data plus one interface; the
+// engine thread does no string work, so everything here is token ids and numbers.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dcu {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  float top_p = 1.0f;               // (0, 1]
+  int top_k = -1;                   // -1 or 0 = all
+  float min_p = 0.0f;               // [0, 1]
+  float presence_penalty = 0.0f;    // [-2, 2]
+  float frequency_penalty = 0.0f;   // [-2, 2]
+  float repetition_penalty = 1.0f;  // > 0
+  std::optional<uint64_t> seed;     // reproducible sampling when set
+  int max_tokens = 16;              // new tokens to generate, >= 1 (or 0 with prompt logprobs only)
+  int min_tokens = 0;               // eos/stop ids are ignored before this many tokens
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;  // finish (reason "stop") on any of these, in addition to eos
+  int logprobs = -1;                // -1: none; k >= 0: the sampled token's logprob plus the top k
+  int prompt_logprobs = -1;         // -1: none; k >= 0: logprobs of every prompt token plus the top k
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, non-empty
+  SamplingParams sampling;
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t id = 0;
+  float logprob = 0.0f;              // valid when logprobs were requested
+  std::vector<TokenLogprob> top;     // the top k alternatives, most likely first
+};
+
+enum class FinishReason { Stop, Length, Abort, Error };
+
+// One batch of progress of one request, delivered in order. The first event of a request with
+// prompt_logprobs carries them (entry 0, the first prompt token, has no logprob: nullopt).
+struct GenerationEvent {
+  std::vector<SampledToken> tokens;
+  std::vector<std::optional<SampledToken>> prompt_logprobs;
+  std::optional<FinishReason> finished;  // set on the last event only
+  std::string error;                     // set when finished == Error
+  int prompt_tokens = 0;                 // filled on the last event (usage)
+  int cached_tokens = 0;
+};
+
+using RequestId = uint64_t;
+// Called on the engine thread: must be quick and must not call back into the engine.
+using EventCallback = std::function<void(GenerationEvent&&)>;
+
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  double kv_cache_usage = 0.0;      // fraction of KV blocks in use
+  double state_slot_usage = 0.0;    // fraction of GDN state slots in use
+  uint64_t preemptions = 0;
+};
+
+// Rejection at submit time; `retry_after_seconds` > 0 means "try later" (HTTP 503).
+struct SubmitError {
+  std::string message;
+  int retry_after_seconds = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Queues a request; returns its id, or a SubmitError when the waiting queue is full or the request
+  // can never fit (prompt + max_tokens beyond the context length). Thread-safe.
+  virtual std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) = 0;
+  // Aborts a request (client gone, stop string seen). Its last event has FinishReason::Abort unless it
+  // had already finished. Thread-safe; unknown ids are ignored.
+  virtual void cancel(RequestId id) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual int max_model_len() const = 0;
+  virtual int vocab_size() const = 0;
+};
+
+}  // namespace dcu

@@ -1,0 +1,81 @@
+#pragma once
+// The text model's configuration, read from a Hugging Face config.json (top-level text config, or the
+// `text_config` of Qwen3_5ForConditionalGeneration), plus generation_config.json defaults.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dcu {
+
+enum class LayerType { LinearAttention, FullAttention };
+
+struct ModelConfig {
+  std::string model_type;        // qwen3_5_text (or qwen3_5 wrapper)
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;       // H
+  int64_t intermediate_size = 0; // I
+  int num_layers = 0;
+  std::vector<LayerType> layer_types;
+  float rms_norm_eps = 1e-6f;
+  bool tie_word_embeddings = false;
+  int64_t max_position_embeddings = 0;
+
+  // Full attention.
+  int num_heads = 0;             // nh (query heads)
+  int num_kv_heads = 0;          // nkv
+  int head_dim = 0;              // d
+  int rotary_dim = 0;            // d * partial_rotary_factor
+  float rope_theta = 10000.f;
+  bool attn_output_gate = true;
+
+  // Gated DeltaNet.
+  int linear_num_key_heads = 0;    // Hk
+  int linear_num_value_heads = 0;  // Hv
+  int linear_key_head_dim = 0;     // dk
+  int linear_value_head_dim = 0;   // dv
+  int linear_conv_kernel = 0;      // Kc
+
+  int linear_key_dim() const { return linear_num_key_heads * linear_key_head_dim; }
+  int linear_value_dim() const { return linear_num_value_heads * linear_value_head_dim; }
+  int linear_conv_dim() const { return 2 * linear_key_dim() + linear_value_dim(); }
+  int num_full_attention_layers() const;
+  int num_linear_attention_layers() const;
+
+  // Parameters of the text model (embeddings, layers, final norm, lm_head if untied).
+  int64_t parameter_count() const;
+  // Bytes of KV cache per token (all attention layers, K and V) at `bytes_per_element`.
+  int64_t kv_bytes_per_token(int bytes_per_element) const;
+  // Bytes of GDN state per sequence: fp32 recurrent state plus the conv window.
+  int64_t state_bytes_per_sequence(int conv_bytes_per_element) const;
+
+  // Checks the dimensions fit together; throws dcu::Error naming the field.
+  void validate() const;
+};
+
+struct GenerationDefaults {
+  std::vector<int32_t> eos_token_ids;
+  std::optional<int32_t> bos_token_id;
+  std::optional<int32_t> pad_token_id;
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int> top_k;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
+  std::optional<float> presence_penalty;
+  std::optional<bool> do_sample;
+};
+
+// Parses config.json text. `source` names the file in error messages.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+ModelConfig load_model_config(const std::string& model_dir);
+
+// eos ids from generation_config.json, falling back to config.json; missing files give empty defaults.
+GenerationDefaults load_generation_defaults(const std::string& model_dir);
+
+// Built-in dimensions of the Qwen3.5 family for --random-weights ("0.8B", "2B", "4B", "9B", "27B").
+std::optional<ModelConfig> builtin_config(const std::string& name);
+std::vector<std::string> builtin_config_names();
+
+}  // namespace dcu

@@ -1,0 +1,238 @@
+#include "model/model_runner.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace dcu {
+
+// Scratch tensors for one step of up to T_max tokens, carved from one backend allocation.
+struct ModelRunner::Activations {
+  Backend& backend;
+  void* arena = nullptr;
+  Tensor hidden;     // [T, H] residual stream
+  Tensor normed;     // [T, H]
+  Tensor mixer_out;  // [T, H]
+  // attention
+  Tensor qg;         // [T, nh, 2d]
+  Tensor q, gate;    // [T, nh, d]
+  Tensor k, v;       // [T, nkv, d]
+  Tensor attn;       // [T, nh, d]
+  // gated deltanet
+  Tensor mixed, conv_out;  // [T, C]
+  Tensor z, core, core_normed;  // [T, Hv * dv]
+  Tensor a, b, g, beta;    // [T, Hv]
+  // mlp
+  Tensor mlp_gate, mlp_up;  // [T, I]
+  // batch arrays and logits
+  Tensor ids;          // [T] i32
+  Tensor logit_rows;   // [T] i32
+  Tensor selected;     // [T, H]
+  Tensor logits;       // [T, V]
+
+  Activations(Backend& be, const ModelConfig& c, int T) : backend(be) {
+    const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+    const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
+    const int64_t C = c.linear_conv_dim(), HvDv = c.linear_value_dim(), Hv = c.linear_num_value_heads;
+    struct Spec { Tensor* t; DType dtype; std::vector<int64_t> shape; };
+    std::vector<Spec> specs = {
+        {&hidden, DType::F32, {T, H}}, {&normed, DType::F32, {T, H}}, {&mixer_out, DType::F32, {T, H}},
+        {&qg, DType::F32, {T, nh, 2 * d}}, {&q, DType::F32, {T, nh, d}}, {&gate, DType::F32, {T, nh, d}},
+        {&k, DType::F32, {T, nkv, d}}, {&v, DType::F32, {T, nkv, d}}, {&attn, DType::F32, {T, nh, d}},
+        {&mixed, DType::F32, {T, C}}, {&conv_out, DType::F32, {T, C}}, {&z, DType::F32, {T, HvDv}},
+        {&core, DType::F32, {T, HvDv}}, {&core_normed, DType::F32, {T, HvDv}}, {&a, DType::F32, {T, Hv}},
+        {&b, DType::F32, {T, Hv}}, {&g, DType::F32, {T, Hv}}, {&beta, DType::F32, {T, Hv}},
+        {&mlp_gate, DType::F32, {T, I}}, {&mlp_up, DType::F32, {T, I}}, {&ids, DType::I32, {T}},
+        {&logit_rows, DType::I32, {T}},
+        {&selected, DType::F32, {T, H}}, {&logits, DType::F32, {T, V}},
+    };
+    size_t total = 0;
+    auto bytes_of = [](const Spec& s) {
+      size_t n = dtype_size(s.dtype);
+      for (int64_t x : s.shape) n *= size_t(std::max<int64_t>(x, 1));
+      return (n + 255) / 256 * 256;
+    };
+    for (const auto& s : specs) total += bytes_of(s);
+    arena = backend.allocate(total);
+    char* p = static_cast<char*>(arena);
+    for (const auto& s : specs) {
+      s.t->data = p;
+      s.t->dtype = s.dtype;
+      s.t->ndim = int(s.shape.size());
+      for (size_t i = 0; i < s.shape.size(); ++i) s.t->shape[i] = s.shape[i];
+      p += bytes_of(s);
+    }
+  }
+  ~Activations() {
+    backend.release(arena);
+    if (batch_ints) backend.release(batch_ints);
+  }
+
+  // The BatchHost arrays, back to back in backend memory; grows with the batch (block tables scale
+  // with context length, so no fixed bound fits every model).
+  int32_t* batch_ints = nullptr;
+  size_t batch_ints_capacity = 0;
+  int32_t* batch_ints_for(size_t count) {
+    if (count > batch_ints_capacity) {
+      if (batch_ints) backend.release(batch_ints);
+      batch_ints_capacity = std::max(count, batch_ints_capacity * 2);
+      batch_ints = static_cast<int32_t*>(backend.allocate(batch_ints_capacity * sizeof(int32_t)));
+    }
+    return batch_ints;
+  }
+};
+
+namespace {
+// The first `rows` rows of a [T_max, ...] scratch tensor.
+Tensor rows_of(const Tensor& t, int64_t rows) { return t.slice_rows(0, rows); }
+}  // namespace
+
+ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeights weights, CacheStorage& cache,
+                         int max_tokens_per_step)
+    : backend_(backend), config_(config), weights_(std::move(weights)), cache_(cache),
+      max_tokens_(max_tokens_per_step),
+      act_(std::make_unique<Activations>(backend, config, max_tokens_per_step)) {}
+
+ModelRunner::~ModelRunner() = default;
+
+void ModelRunner::observe(const std::string& name, const Tensor& t) const {
+  if (observer_) observer_(name, t);
+}
+
+void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
+  BatchHost& h = batch_host_;
+  const int bs = cache_.shape().block_size;
+  h = BatchHost{};
+  h.seq_row_begin.push_back(0);
+  for (const auto& s : seqs) h.max_blocks_per_seq = std::max(h.max_blocks_per_seq, int(s.block_table.size()));
+  logit_rows_.clear();
+  std::vector<int32_t> ids;
+  for (const auto& s : seqs) {
+    DCU_CHECK(!s.tokens.empty());
+    const int n = int(s.tokens.size());
+    const int row0 = h.seq_row_begin.back();
+    DCU_CHECK(int64_t(s.block_table.size()) * bs >= s.context_before + n || config_.num_full_attention_layers() == 0);
+    for (int i = 0; i < n; ++i) {
+      const int pos = s.context_before + i;
+      ids.push_back(s.tokens[size_t(i)]);
+      h.positions.push_back(pos);
+      h.slot_mapping.push_back(s.block_table.empty() ? 0 : s.block_table[size_t(pos / bs)] * bs + pos % bs);
+      if (s.all_logits || i == n - 1) logit_rows_.push_back(row0 + i);
+    }
+    h.seq_row_begin.push_back(row0 + n);
+    h.seq_context_before.push_back(s.context_before);
+    h.state_slots.push_back(s.state_slot);
+    for (int i = 0; i < h.max_blocks_per_seq; ++i)
+      h.block_tables.push_back(i < int(s.block_table.size()) ? s.block_table[size_t(i)] : -1);
+  }
+  const int T = int(ids.size());
+  if (T > max_tokens_) fail("model step of {} tokens exceeds the configured maximum of {}", T, max_tokens_);
+  for (int32_t id : ids)
+    if (id < 0 || id >= config_.vocab_size) fail("token id {} is outside the vocabulary (0..{})", id, config_.vocab_size - 1);
+
+  // Upload the arrays back to back; the layout points into backend memory.
+  std::vector<int32_t> packed;
+  auto append = [&](const std::vector<int32_t>& v) {
+    size_t offset = packed.size();
+    packed.insert(packed.end(), v.begin(), v.end());
+    return offset;
+  };
+  size_t o_rows = append(h.seq_row_begin), o_ctx = append(h.seq_context_before), o_pos = append(h.positions),
+         o_slot = append(h.slot_mapping), o_blocks = append(h.block_tables), o_states = append(h.state_slots);
+  int32_t* base = act_->batch_ints_for(packed.size());
+  backend_.upload(base, packed.data(), packed.size() * 4);
+  backend_.upload(act_->ids.data, ids.data(), ids.size() * 4);
+  backend_.upload(act_->logit_rows.data, logit_rows_.data(), logit_rows_.size() * 4);
+  batch_ = BatchLayout{&h,          base + o_rows, base + o_ctx, base + o_pos, base + o_slot,
+                       base + o_blocks, base + o_states};
+}
+
+const std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
+  build_batch(seqs);
+  const int T = batch_.num_tokens();
+  const ModelConfig& c = config_;
+  Activations& a = *act_;
+  Tensor hidden = rows_of(a.hidden, T);
+  backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
+  observe("embed", hidden);
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    Tensor normed = rows_of(a.normed, T);
+    backend_.rms_norm(hidden, weights_.layers[size_t(layer)].input_norm, c.rms_norm_eps, true, normed);
+    if (c.layer_types[size_t(layer)] == LayerType::FullAttention) attention_layer(layer, T);
+    else gdn_layer(layer, T);
+    backend_.add(hidden, rows_of(a.mixer_out, T));
+    mlp(layer, T);
+    backend_.add(hidden, rows_of(a.mixer_out, T));
+    observe("layer" + std::to_string(layer) + ".out", hidden);
+  }
+  const int R = int(logit_rows_.size());
+  Tensor selected = rows_of(a.selected, R);
+  backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
+  backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);
+  observe("final_norm", selected);
+  Tensor logits = rows_of(a.logits, R);
+  backend_.matmul(selected, weights_.lm_head, logits);
+  logits_host_.resize(size_t(R) * size_t(c.vocab_size));
+  backend_.download(logits_host_.data(), logits.data, logits_host_.size() * sizeof(float));
+  return logits_host_;
+}
+
+void ModelRunner::attention_layer(int layer, int T) {
+  const ModelConfig& c = config_;
+  const AttentionWeights& w = weights_.layers[size_t(layer)].attn;
+  Activations& a = *act_;
+  Tensor x = rows_of(a.normed, T);
+  Tensor qg = rows_of(a.qg, T), q = rows_of(a.q, T), gate = rows_of(a.gate, T);
+  Tensor k = rows_of(a.k, T), v = rows_of(a.v, T), attn = rows_of(a.attn, T);
+  backend_.matmul(x, w.q_proj, qg.reshaped({T, int64_t(c.num_heads) * 2 * c.head_dim}));
+  backend_.matmul(x, w.k_proj, k.reshaped({T, int64_t(c.num_kv_heads) * c.head_dim}));
+  backend_.matmul(x, w.v_proj, v.reshaped({T, int64_t(c.num_kv_heads) * c.head_dim}));
+  backend_.attention_prep(qg, k, w.q_norm, w.k_norm, c.rms_norm_eps, RopeParams{c.rotary_dim, c.rope_theta}, batch_, q,
+                          gate);
+  PagedKv& kv = cache_.kv(layer);
+  backend_.kv_cache_write(k, v, batch_, kv);
+  backend_.paged_attention(q, kv, batch_, 1.0f / std::sqrt(float(c.head_dim)), attn);
+  Tensor attn_flat = attn.reshaped({T, int64_t(c.num_heads) * c.head_dim});
+  backend_.sigmoid_mul(attn_flat, gate.reshaped({T, int64_t(c.num_heads) * c.head_dim}));
+  backend_.matmul(attn_flat, w.o_proj, rows_of(a.mixer_out, T));
+}
+
+void ModelRunner::gdn_layer(int layer, int T) {
+  const ModelConfig& c = config_;
+  const GdnWeights& w = weights_.layers[size_t(layer)].gdn;
+  Activations& a = *act_;
+  Tensor x = rows_of(a.normed, T);
+  Tensor mixed = rows_of(a.mixed, T), conv_out = rows_of(a.conv_out, T), z = rows_of(a.z, T);
+  Tensor ga = rows_of(a.a, T), gb = rows_of(a.b, T), g = rows_of(a.g, T), beta = rows_of(a.beta, T);
+  Tensor core = rows_of(a.core, T), core_normed = rows_of(a.core_normed, T);
+  backend_.matmul(x, w.in_proj_qkv, mixed);
+  backend_.matmul(x, w.in_proj_z, z);
+  backend_.matmul(x, w.in_proj_a, ga);
+  backend_.matmul(x, w.in_proj_b, gb);
+  GdnState& state = cache_.state(layer);
+  backend_.gdn_conv(mixed, w.conv1d, state, batch_, conv_out);
+  backend_.gdn_gates(ga, gb, w.A_log, w.dt_bias, g, beta);
+  GdnDims dims{c.linear_num_key_heads, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim,
+               c.linear_conv_kernel};
+  backend_.gdn_delta_rule(conv_out, g, beta, dims, state, batch_, core);
+  const int64_t R = int64_t(T) * c.linear_num_value_heads, dv = c.linear_value_head_dim;
+  backend_.gated_rms_norm(core.reshaped({R, dv}), z.reshaped({R, dv}), w.norm, c.rms_norm_eps,
+                          core_normed.reshaped({R, dv}));
+  backend_.matmul(core_normed, w.out_proj, rows_of(a.mixer_out, T));
+}
+
+void ModelRunner::mlp(int layer, int T) {
+  const ModelConfig& c = config_;
+  const LayerWeights& L = weights_.layers[size_t(layer)];
+  Activations& a = *act_;
+  Tensor hidden = rows_of(a.hidden, T), x = rows_of(a.normed, T);
+  backend_.rms_norm(hidden, L.post_norm, c.rms_norm_eps, true, x);
+  Tensor gate = rows_of(a.mlp_gate, T), up = rows_of(a.mlp_up, T);
+  backend_.matmul(x, L.mlp.gate_proj, gate);
+  backend_.matmul(x, L.mlp.up_proj, up);
+  backend_.swiglu(gate, up, gate);
+  backend_.matmul(gate, L.mlp.down_proj, rows_of(a.mixer_out, T));
+}
+
+}  // namespace dcu

@@ -1,0 +1,67 @@
+#pragma once
+// Runs one model step over a batch of sequences, each with any number of new tokens (prompt chunks
+// and single decode tokens mixed), on one backend. The caller (the engine, or a test) owns the cache
+// bookkeeping: it passes each sequence's KV block table and GDN state slot.
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cache/cache_storage.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace dcu {
+
+struct SequenceStep {
+  std::span<const int32_t> tokens;        // new tokens, >= 1
+  int context_before = 0;                 // tokens of this sequence already in the caches
+  std::span<const int32_t> block_table;   // KV pages covering context_before + tokens.size() tokens
+  int state_slot = 0;                     // GDN state slot
+  bool all_logits = false;                // logits for every new token, else for the last only
+};
+
+// Called with named intermediate tensors ("layer3.out", "final_norm", ...) in backend memory, for
+// dumping and comparing against a reference. Debugging only.
+using TensorObserver = std::function<void(const std::string& name, const Tensor& t)>;
+
+class ModelRunner {
+ public:
+  ModelRunner(Backend& backend, const ModelConfig& config, ModelWeights weights, CacheStorage& cache,
+              int max_tokens_per_step);
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Logits [R, V] in host memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
+  const std::vector<float>& step(std::span<const SequenceStep> seqs);
+
+  void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
+  const ModelConfig& config() const { return config_; }
+  int max_tokens_per_step() const { return max_tokens_; }
+  Backend& backend() { return backend_; }
+
+ private:
+  struct Activations;
+  void build_batch(std::span<const SequenceStep> seqs);
+  void attention_layer(int layer, int T);
+  void gdn_layer(int layer, int T);
+  void mlp(int layer, int T);
+  void observe(const std::string& name, const Tensor& t) const;
+
+  Backend& backend_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  CacheStorage& cache_;
+  int max_tokens_;
+  std::unique_ptr<Activations> act_;
+  BatchHost batch_host_;
+  BatchLayout batch_;
+  std::vector<int32_t> logit_rows_;
+  std::vector<float> logits_host_;
+  TensorObserver observer_;
+};
+
+}  // namespace dcu

@@ -1,0 +1,113 @@
+// The CPU forward pass against Hugging Face transformers (float32) on the tiny random-weight fixture
+// and the bundled demo model: logits at every prompt position, per-layer hidden states, and greedy
+// continuations.
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/model_fixture.h"
+
+namespace dcu::testing {
+namespace {
+
+constexpr float kLogitTolerance = 1e-3f;
+
+struct Case {
+  std::string key;
+  std::vector<int32_t> ids;
+  std::vector<int32_t> greedy;
+};
+
+std::vector<Case> cases_of(const std::string& model_dir) {
+  std::ifstream in(model_dir + "/reference.json");
+  auto j = nlohmann::json::parse(in);
+  std::vector<Case> out;
+  for (const char* group : {"prompts", "chats"})
+    if (j.contains(group))
+      for (const auto& c : j[group])
+        out.push_back({c["key"].get<std::string>(), c["ids"].get<std::vector<int32_t>>(),
+                       c["greedy_ids"].get<std::vector<int32_t>>()});
+  return out;
+}
+
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, PrefillLogitsMatchReference) {
+  const std::string dir = GetParam();
+  LoadedModel model(dir);
+  Reference ref(dir + "/reference.safetensors");
+  const int64_t V = model.config.vocab_size;
+  for (const Case& c : cases_of(dir)) {
+    std::vector<int64_t> shape;
+    std::vector<float> expected = ref.floats(c.key + ".logits", &shape);
+    ASSERT_EQ(shape[0], int64_t(c.ids.size())) << c.key;
+    ASSERT_EQ(shape[1], V);
+    auto seq = model.start_sequence(c.ids);
+    std::vector<float> logits = model.step({{&seq, int(c.ids.size())}}, true);
+    model.finish_sequence(seq);
+    ASSERT_EQ(logits.size(), expected.size());
+    EXPECT_LT(max_abs_diff(logits.data(), expected.data(), logits.size()), kLogitTolerance) << c.key;
+  }
+}
+
+TEST_P(GoldenTest, GreedyContinuationsMatchReference) {
+  const std::string dir = GetParam();
+  LoadedModel model(dir);
+  const int64_t V = model.config.vocab_size;
+  for (const Case& c : cases_of(dir)) {
+    auto seq = model.start_sequence(c.ids);
+    std::vector<float> logits = model.step({{&seq, int(c.ids.size())}}, false);
+    std::vector<int32_t> generated;
+    while (generated.size() < c.greedy.size()) {
+      int next = argmax(logits.data(), V);
+      generated.push_back(next);
+      if (generated.size() == c.greedy.size()) break;
+      seq.tokens.push_back(next);
+      logits = model.step({{&seq, 1}}, false);
+    }
+    model.finish_sequence(seq);
+    EXPECT_EQ(generated, c.greedy) << c.key;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, ::testing::Values("tests/data/tiny-qwen35", "models/dcuserve-demo"),
+                         [](const auto& info) {
+                           return info.param.find("tiny") != std::string::npos ? std::string("tiny")
+                                                                                : std::string("demo");
+                         });
+
+TEST(GoldenHiddenStates, EveryLayerOfPrompt0MatchesReference) {
+  const std::string dir = "tests/data/tiny-qwen35";
+  LoadedModel model(dir);
+  Reference ref(dir + "/reference.safetensors");
+  std::vector<int64_t> shape;
+  std::vector<float> expected = ref.floats("prompt0.hidden_states", &shape);  // [L + 1, T, H]
+  const int L = model.config.num_layers;
+  ASSERT_EQ(shape[0], L + 1);
+  const int64_t T = shape[1], H = shape[2];
+  // transformers reports: index 0 the embeddings, i the output of layer i-1, the last after the final norm.
+  std::map<std::string, int> index_of = {{"embed", 0}, {"final_norm", L}};
+  for (int i = 0; i + 1 < L; ++i) index_of["layer" + std::to_string(i) + ".out"] = i + 1;
+  std::map<int, std::vector<float>> seen;
+  model.runner->set_observer([&](const std::string& name, const Tensor& t) {
+    auto it = index_of.find(name);
+    if (it == index_of.end()) return;
+    seen[it->second].assign(t.as<float>(), t.as<float>() + t.numel());
+  });
+  auto seq = model.start_sequence(ref.ints("prompt0.input_ids"));
+  model.step({{&seq, int(T)}}, true);
+  ASSERT_EQ(int(seen.size()), L + 1);
+  for (int i = 0; i <= L; ++i) {
+    ASSERT_EQ(int64_t(seen[i].size()), T * H) << "hidden state " << i;
+    // Later layers carry larger activations; the tolerance follows the reference's own magnitude.
+    float scale = 0;
+    for (int64_t k = 0; k < T * H; ++k) scale = std::max(scale, std::fabs(expected[size_t(i * T * H + k)]));
+    EXPECT_LT(max_abs_diff(seen[i].data(), &expected[size_t(i * T * H)], size_t(T * H)), 1e-4f * std::max(1.0f, scale))
+        << "hidden state " << i;
+  }
+}
+
+}  // namespace
+}  // namespace dcu::testing
