@@ -57,6 +57,8 @@ class Backend {
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;    // host -> backend
   virtual void download(void* dst, const void* src, size_t bytes) = 0;  // backend -> host (synchronizes)
   virtual void fill_zero(void* dst, size_t bytes) = 0;
+  // backend -> backend. The generic version stages through host memory; backends override it.
+  virtual void copy(void* dst, const void* src, size_t bytes);
   virtual void synchronize() = 0;
 
   // --- ops --------------------------------------------------------------------------------------

@@ -29,9 +29,9 @@ struct ModelRunner::Activations {
   Tensor ids;          // [T] i32
   Tensor logit_rows;   // [T] i32
   Tensor selected;     // [T, H]
-  Tensor logits;       // [T, V]
+  Tensor logits;       // [logit_rows_max, V]
 
-  Activations(Backend& be, const ModelConfig& c, int T) : backend(be) {
+  Activations(Backend& be, const ModelConfig& c, int T, int logit_rows_max) : backend(be) {
     const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
     const int64_t C = c.linear_conv_dim(), HvDv = c.linear_value_dim(), Hv = c.linear_num_value_heads;
@@ -45,7 +45,7 @@ struct ModelRunner::Activations {
         {&b, DType::F32, {T, Hv}}, {&g, DType::F32, {T, Hv}}, {&beta, DType::F32, {T, Hv}},
         {&mlp_gate, DType::F32, {T, I}}, {&mlp_up, DType::F32, {T, I}}, {&ids, DType::I32, {T}},
         {&logit_rows, DType::I32, {T}},
-        {&selected, DType::F32, {T, H}}, {&logits, DType::F32, {T, V}},
+        {&selected, DType::F32, {T, H}}, {&logits, DType::F32, {logit_rows_max, V}},
     };
     size_t total = 0;
     auto bytes_of = [](const Spec& s) {
@@ -89,10 +89,10 @@ Tensor rows_of(const Tensor& t, int64_t rows) { return t.slice_rows(0, rows); }
 }  // namespace
 
 ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeights weights, CacheStorage& cache,
-                         int max_tokens_per_step)
+                         int max_tokens_per_step, int max_logit_rows)
     : backend_(backend), config_(config), weights_(std::move(weights)), cache_(cache),
-      max_tokens_(max_tokens_per_step),
-      act_(std::make_unique<Activations>(backend, config, max_tokens_per_step)) {}
+      max_tokens_(max_tokens_per_step), max_logit_rows_(max_logit_rows > 0 ? max_logit_rows : max_tokens_per_step),
+      act_(std::make_unique<Activations>(backend, config, max_tokens_, max_logit_rows_)) {}
 
 ModelRunner::~ModelRunner() = default;
 
@@ -128,6 +128,8 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
   }
   const int T = int(ids.size());
   if (T > max_tokens_) fail("model step of {} tokens exceeds the configured maximum of {}", T, max_tokens_);
+  if (int(logit_rows_.size()) > max_logit_rows_)
+    fail("model step asks for {} logit rows; at most {} are supported", logit_rows_.size(), max_logit_rows_);
   for (int32_t id : ids)
     if (id < 0 || id >= config_.vocab_size) fail("token id {} is outside the vocabulary (0..{})", id, config_.vocab_size - 1);
 

@@ -29,8 +29,10 @@ using TensorObserver = std::function<void(const std::string& name, const Tensor&
 
 class ModelRunner {
  public:
+  // max_logit_rows bounds the logits of one step (0: max_tokens_per_step); a vocabulary-wide row is
+  // large, so engines keep it near the number of sequences.
   ModelRunner(Backend& backend, const ModelConfig& config, ModelWeights weights, CacheStorage& cache,
-              int max_tokens_per_step);
+              int max_tokens_per_step, int max_logit_rows = 0);
   ~ModelRunner();
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
@@ -41,6 +43,7 @@ class ModelRunner {
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
   const ModelConfig& config() const { return config_; }
   int max_tokens_per_step() const { return max_tokens_; }
+  int max_logit_rows() const { return max_logit_rows_; }
   Backend& backend() { return backend_; }
 
  private:
@@ -56,6 +59,7 @@ class ModelRunner {
   ModelWeights weights_;
   CacheStorage& cache_;
   int max_tokens_;
+  int max_logit_rows_;
   std::unique_ptr<Activations> act_;
   BatchHost batch_host_;
   BatchLayout batch_;

@@ -45,7 +45,7 @@ void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tens
   for (float& s : qs) s += 1.0f;
   for (float& s : ks) s += 1.0f;
   const float* src = qg.as<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T * (nh + nkv) * d >= kParallelWork)
   for (int64_t t = 0; t < T; ++t) {
     const int pos = batch.positions[t];
     for (int h = 0; h < nh; ++h) {
@@ -86,7 +86,9 @@ void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& b
   for (int s = 0; s < batch.num_seqs(); ++s)
     for (int r = host.seq_row_begin[s]; r < host.seq_row_begin[s + 1]; ++r) seq_of_row[size_t(r)] = s;
 
-#pragma omp parallel
+  int64_t work = 0;
+  for (int t = 0; t < T; ++t) work += int64_t(batch.positions[t] + 1) * nh * d;
+#pragma omp parallel if (work >= kParallelWork)
   {
     std::vector<float> scores;
 #pragma omp for collapse(2) schedule(dynamic, 4)

@@ -17,7 +17,7 @@ void embed(const Tensor& table, const Tensor& ids, Tensor out) {
   DCU_CHECK(out.rows() == T && out.cols() == H && out.dtype == DType::F32);
   const int32_t* id = ids.as<int32_t>();
   float* y = out.as<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T * H >= kParallelWork)
   for (int64_t t = 0; t < T; ++t) {
     DCU_CHECK(id[t] >= 0 && id[t] < V);
     const char* row = static_cast<const char*>(table.data) + size_t(id[t]) * H * dtype_size(table.dtype);
@@ -33,7 +33,7 @@ void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Ten
     for (float& s : scale) s += 1.0f;
   const float* in = x.as<float>();
   float* y = out.as<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (R * n >= kParallelWork)
   for (int64_t r = 0; r < R; ++r) {
     const float* xr = in + r * n;
     float ss = 0;
@@ -50,7 +50,7 @@ void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps
   const float* in = x.as<float>();
   const float* gate = z.as<float>();
   float* y = out.as<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (R * n >= kParallelWork)
   for (int64_t r = 0; r < R; ++r) {
     const float* xr = in + r * n;
     float ss = 0;
@@ -65,7 +65,7 @@ void add(Tensor x, const Tensor& y) {
   float* a = x.as<float>();
   const float* b = y.as<float>();
   const int64_t n = x.numel();
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
@@ -75,7 +75,7 @@ void swiglu(const Tensor& gate, const Tensor& up, Tensor out) {
   const float* u = up.as<float>();
   float* y = out.as<float>();
   const int64_t n = gate.numel();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) y[i] = silu(g[i]) * u[i];
 }
 
@@ -84,7 +84,7 @@ void sigmoid_mul(Tensor x, const Tensor& gate) {
   float* a = x.as<float>();
   const float* g = gate.as<float>();
   const int64_t n = x.numel();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) a[i] *= sigmoid(g[i]);
 }
 

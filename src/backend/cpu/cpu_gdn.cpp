@@ -142,7 +142,7 @@ void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const 
     const int r0 = host.seq_row_begin[s], r1 = host.seq_row_begin[s + 1];
     float* conv_state = state.conv.as<float>() + int64_t(host.state_slots[s]) * C * W;
     const bool fresh = host.seq_context_before[s] == 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (int64_t(r1 - r0) * C * Kc >= kParallelWork)
     for (int64_t c = 0; c < C; ++c) {
       float window[16];
       DCU_CHECK(W <= 16);
@@ -183,7 +183,7 @@ void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, cons
   const int S = batch.num_seqs();
   const float* u = qkv.as<float>();
 
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (int64_t(batch.num_tokens()) * Hv * dk * dv >= kParallelWork)
   for (int s = 0; s < S; ++s) {
     for (int j = 0; j < Hv; ++j) {
       const int r0 = host.seq_row_begin[s], n = host.seq_row_begin[s + 1] - r0;

@@ -59,7 +59,7 @@ void dot_rows(const W* w, DType t, const float* x, int64_t ldx, int nrows, int64
 
 template <typename W>
 void matmul_typed(const float* x, const W* w, DType t, float* y, int64_t T, int64_t K, int64_t N) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T * N * K >= kParallelWork)
   for (int64_t n = 0; n < N; ++n) {
     const W* wrow = w + n * K;
     for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {

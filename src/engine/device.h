@@ -1,0 +1,15 @@
+#pragma once
+// Choosing the backend for --device (auto | cpu | cuda | hip).
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace dcu {
+
+// `auto` picks a GPU when this build has GPU support and a device is present, else the CPU.
+// Throws dcu::Error for a device this build or machine cannot provide.
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0);
+
+}  // namespace dcu

@@ -1,0 +1,193 @@
+#include "engine/llm_engine.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace dcu {
+
+LlmEngine::LlmEngine(ModelInstance model, LlmEngineOptions options)
+    : model_(std::move(model)), runner_(model_.runner.get()), options_(std::move(options)),
+      blocks_(model_.cache->shape().num_blocks), slots_(model_.cache->shape().num_state_slots),
+      scheduler_(options_.limits, blocks_, slots_) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+LlmEngine::~LlmEngine() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::variant<RequestId, SubmitError> LlmEngine::submit(GenerationRequest request, EventCallback on_event) {
+  const int prompt_len = int(request.prompt.size());
+  if (prompt_len == 0) return SubmitError{"the prompt is empty"};
+  for (int32_t id : request.prompt)
+    if (id < 0 || id >= vocab_size())
+      return SubmitError{fmt::format("token id {} is outside the vocabulary (0..{})", id, vocab_size() - 1)};
+  if (prompt_len >= options_.max_model_len)
+    return SubmitError{fmt::format("the prompt has {} tokens; the context length is {}", prompt_len,
+                                   options_.max_model_len)};
+  std::lock_guard lock(mutex_);
+  if (stopping_) return SubmitError{"the server is shutting down", 0};
+  if (pending_ >= options_.max_waiting_requests + options_.limits.max_num_seqs)
+    return SubmitError{"too many requests are waiting; try again later", 1};
+  const RequestId id = next_id_++;
+  ++pending_;
+  arrivals_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(on_event), options_.seed + id));
+  wake_.notify_one();
+  return id;
+}
+
+void LlmEngine::cancel(RequestId id) {
+  std::lock_guard lock(mutex_);
+  cancellations_.push_back(id);
+  wake_.notify_one();
+}
+
+EngineStats LlmEngine::stats() const {
+  EngineStats s;
+  s.running = running_count_;
+  s.waiting = waiting_count_;
+  s.preemptions = preemptions_;
+  std::lock_guard lock(mutex_);  // pools are read under the same lock the engine thread updates them
+  s.kv_cache_usage = 1.0 - double(blocks_.free_count()) / std::max(1, blocks_.capacity());
+  s.state_slot_usage = 1.0 - double(slots_.free_count()) / std::max(1, slots_.capacity());
+  return s;
+}
+
+void LlmEngine::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !arrivals_.empty() || !cancellations_.empty() || !sequences_.empty(); });
+      if (stopping_) break;
+    }
+    drain_inbox();
+    if (!sequences_.empty()) run_step();
+  }
+  drain_inbox();
+  std::vector<Sequence*> left;
+  for (auto& [_, seq] : sequences_) left.push_back(seq.get());
+  for (Sequence* seq : left) finish(seq, FinishReason::Abort);
+}
+
+void LlmEngine::drain_inbox() {
+  std::vector<std::unique_ptr<Sequence>> arrivals;
+  std::vector<RequestId> cancellations;
+  {
+    std::lock_guard lock(mutex_);
+    arrivals.swap(arrivals_);
+    cancellations.swap(cancellations_);
+  }
+  for (auto& seq : arrivals) {
+    scheduler_.add(seq.get());
+    sequences_.emplace(seq->id, std::move(seq));
+  }
+  for (RequestId id : cancellations) {
+    auto it = sequences_.find(id);
+    if (it != sequences_.end()) finish(it->second.get(), FinishReason::Abort);
+  }
+}
+
+std::optional<FinishReason> LlmEngine::stop_reason(const Sequence& seq, int32_t token) const {
+  const SamplingParams& p = seq.params;
+  if (seq.generated() >= p.min_tokens) {
+    if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end())
+      return FinishReason::Stop;
+    if (!p.ignore_eos &&
+        std::find(options_.eos_token_ids.begin(), options_.eos_token_ids.end(), token) != options_.eos_token_ids.end())
+      return FinishReason::Stop;
+  }
+  if (seq.generated() >= p.max_tokens) return FinishReason::Length;
+  if (int(seq.tokens.size()) >= options_.max_model_len) return FinishReason::Length;
+  return std::nullopt;
+}
+
+void LlmEngine::run_step() {
+  std::vector<ScheduledWork> work;
+  {
+    std::lock_guard lock(mutex_);
+    work = scheduler_.schedule();
+  }
+  running_count_ = scheduler_.num_running();
+  waiting_count_ = scheduler_.num_waiting();
+  preemptions_ = scheduler_.preemptions();
+  if (work.empty()) return;
+
+  std::vector<SequenceStep> steps;
+  for (const auto& w : work) {
+    Sequence& s = *w.seq;
+    steps.push_back(SequenceStep{std::span<const int32_t>(s.tokens).subspan(size_t(s.computed), size_t(w.num_tokens)),
+                                 s.computed, s.blocks, s.state_slot, w.all_logits});
+  }
+  std::vector<float> logits;
+  try {
+    logits = runner_->step(steps);
+  } catch (const Error& e) {
+    log::error("model step failed: {}", e.what());
+    for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, e.what());
+    return;
+  }
+
+  const size_t V = size_t(runner_->config().vocab_size);
+  size_t row = 0;
+  for (const auto& w : work) {
+    Sequence& s = *w.seq;
+    const size_t rows = w.all_logits ? size_t(w.num_tokens) : 1;
+    if (w.all_logits) {
+      // Row r predicts the token after position computed + r.
+      s.prompt_logprobs.resize(size_t(s.prompt_len));
+      for (size_t r = 0; r < rows; ++r) {
+        const size_t next = size_t(s.computed) + r + 1;
+        if (next < size_t(s.prompt_len))
+          s.prompt_logprobs[next] = Sampler::logprobs_of(std::span<const float>(&logits[(row + r) * V], V),
+                                                         s.tokens[next], s.params.prompt_logprobs);
+      }
+    }
+    s.computed += w.num_tokens;
+    std::span<float> last(&logits[(row + rows - 1) * V], V);
+    row += rows;
+    if (s.computed < int(s.tokens.size())) continue;  // a prompt chunk: nothing to sample yet
+
+    GenerationEvent event;
+    if (s.wants_prompt_logprobs()) {
+      event.prompt_logprobs = std::move(s.prompt_logprobs);
+      s.prompt_logprobs_sent = true;
+    }
+    if (s.params.max_tokens == 0) {  // prompt logprobs only
+      finish(&s, FinishReason::Length, std::move(event));
+      continue;
+    }
+    std::vector<int32_t> banned;
+    if (s.generated() < s.params.min_tokens && !s.params.ignore_eos) banned = options_.eos_token_ids;
+    if (s.generated() < s.params.min_tokens)
+      banned.insert(banned.end(), s.params.stop_token_ids.begin(), s.params.stop_token_ids.end());
+    SampledToken token = s.sampler.sample(last, banned);
+    s.sampler.accept(token.id);
+    s.tokens.push_back(token.id);
+    event.tokens.push_back(std::move(token));
+    if (auto reason = stop_reason(s, s.tokens.back())) finish(&s, *reason, std::move(event));
+    else s.on_event(std::move(event));
+  }
+}
+
+void LlmEngine::finish(Sequence* seq, FinishReason reason, GenerationEvent event, std::string error) {
+  // Return the caches before the last event, so whoever it wakes sees them free.
+  {
+    std::lock_guard lock(mutex_);
+    scheduler_.remove(seq);
+    --pending_;
+  }
+  event.finished = reason;
+  event.error = std::move(error);
+  event.prompt_tokens = seq->prompt_len;
+  seq->on_event(std::move(event));
+  sequences_.erase(seq->id);
+}
+
+}  // namespace dcu

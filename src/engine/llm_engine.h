@@ -1,0 +1,76 @@
+#pragma once
+// The engine: one thread that owns the scheduler, the caches and the model runner. Requests arrive
+// through a locked inbox; results leave through each request's callback. See docs/ENGINE.md.
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "cache/block_allocator.h"
+#include "engine/engine_api.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "model/model_runner.h"
+
+namespace dcu {
+
+struct LlmEngineOptions {
+  SchedulerLimits limits;
+  int max_model_len = 0;
+  int max_waiting_requests = 1024;
+  uint64_t seed = 0;
+  std::vector<int32_t> eos_token_ids;
+};
+
+// What one engine drives. Members are destroyed in reverse order: runner, then caches, then backend.
+struct ModelInstance {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<CacheStorage> cache;
+  std::unique_ptr<ModelRunner> runner;  // uses *backend and *cache
+};
+
+class LlmEngine final : public Engine {
+ public:
+  LlmEngine(ModelInstance model, LlmEngineOptions options);
+  ~LlmEngine() override;  // stops the thread; unfinished requests end with FinishReason::Abort
+
+  std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) override;
+  void cancel(RequestId id) override;
+  EngineStats stats() const override;
+  int max_model_len() const override { return options_.max_model_len; }
+  int vocab_size() const override { return int(runner_->config().vocab_size); }
+
+ private:
+  void loop();
+  void drain_inbox();
+  void run_step();
+  // Ends a sequence: last event, caches returned, memory freed.
+  void finish(Sequence* seq, FinishReason reason, GenerationEvent event = {}, std::string error = {});
+  std::optional<FinishReason> stop_reason(const Sequence& seq, int32_t token) const;
+
+  ModelInstance model_;
+  ModelRunner* runner_;
+  LlmEngineOptions options_;
+  IdPool blocks_;
+  IdPool slots_;
+  Scheduler scheduler_;
+  std::unordered_map<RequestId, std::unique_ptr<Sequence>> sequences_;  // engine thread only
+
+  // Inbox, shared with request threads.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<Sequence>> arrivals_;
+  std::vector<RequestId> cancellations_;
+  bool stopping_ = false;
+  RequestId next_id_ = 1;
+  int pending_ = 0;  // submitted and not yet finished, for the waiting limit
+
+  std::atomic<int> running_count_{0}, waiting_count_{0};
+  std::atomic<uint64_t> preemptions_{0};
+  std::thread thread_;
+};
+
+}  // namespace dcu

@@ -1,0 +1,120 @@
+#include "engine/offline_bench.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "cache/cache_storage.h"
+#include "core/log.h"
+#include "model/model_runner.h"
+
+namespace dcu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double measure_copy_bandwidth(Backend& backend) {
+  const size_t bytes = backend.kind() == DeviceKind::Cpu ? size_t(256) << 20 : size_t(1) << 30;
+  void* a = backend.allocate(bytes);
+  void* b = backend.allocate(bytes);
+  backend.fill_zero(a, bytes);
+  backend.fill_zero(b, bytes);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    backend.synchronize();
+    auto start = Clock::now();
+    backend.copy(b, a, bytes);
+    backend.synchronize();
+    best = std::min(best, seconds_since(start));
+  }
+  backend.release(a);
+  backend.release(b);
+  return 2.0 * double(bytes) / best;  // each byte is read once and written once
+}
+
+double tensor_bytes(const Tensor& t) { return t.empty() ? 0.0 : double(t.bytes()); }
+
+}  // namespace
+
+double weight_bytes_per_step(const ModelConfig& config, const ModelWeights& w) {
+  double total = tensor_bytes(w.final_norm) + tensor_bytes(w.lm_head);
+  for (const auto& L : w.layers) {
+    total += tensor_bytes(L.input_norm) + tensor_bytes(L.post_norm) + tensor_bytes(L.mlp.gate_proj) +
+             tensor_bytes(L.mlp.up_proj) + tensor_bytes(L.mlp.down_proj);
+    for (const Tensor* t : {&L.attn.q_proj, &L.attn.k_proj, &L.attn.v_proj, &L.attn.o_proj, &L.attn.q_norm,
+                            &L.attn.k_norm, &L.gdn.in_proj_qkv, &L.gdn.in_proj_z, &L.gdn.in_proj_a, &L.gdn.in_proj_b,
+                            &L.gdn.conv1d, &L.gdn.dt_bias, &L.gdn.A_log, &L.gdn.norm, &L.gdn.out_proj})
+      total += tensor_bytes(*t);
+  }
+  return total;
+}
+
+BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, ModelWeights weights,
+                              const BenchOptions& o) {
+  BenchReport report;
+  report.copy_bandwidth = measure_copy_bandwidth(backend);
+  const double weight_bytes = weight_bytes_per_step(config, weights);
+  const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  const int max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
+  const int max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
+  const int block_size = 16;
+  const int blocks_per_seq = (std::max(max_prompt, max_context + o.decode_steps) + block_size - 1) / block_size;
+
+  CacheShape shape;
+  shape.block_size = block_size;
+  shape.num_state_slots = max_batch;
+  shape.num_blocks = blocks_per_seq * max_batch;
+  shape.kv_dtype = DType::F32;
+  CacheStorage cache(backend, config, shape);
+  ModelRunner runner(backend, config, std::move(weights), cache, std::max(max_prompt, max_batch), max_batch);
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_batch));
+  for (int s = 0; s < max_batch; ++s)
+    for (int b = 0; b < blocks_per_seq; ++b) tables[size_t(s)].push_back(s * blocks_per_seq + b);
+
+  // Prefill: one sequence from an empty cache.
+  const double matrix_flops_per_token = 2.0 * weight_bytes / double(dtype_size(DType::BF16));
+  for (int len : o.prompt_lens) {
+    std::vector<int32_t> tokens(static_cast<size_t>(len));
+    for (int i = 0; i < len; ++i) tokens[size_t(i)] = int32_t((i * 7919) % config.vocab_size);
+    double best = 1e30;
+    for (int r = 0; r < o.repeats; ++r) {
+      SequenceStep st{tokens, 0, tables[0], 0, false};
+      auto start = Clock::now();
+      runner.step(std::span<const SequenceStep>(&st, 1));
+      best = std::min(best, seconds_since(start));
+    }
+    report.prefill.push_back({len, double(len) / best, matrix_flops_per_token});
+    log::info("prefill {} tokens: {:.1f} tok/s", len, double(len) / best);
+  }
+
+  // Decode: every sequence adds one token at `context` cached tokens (cache contents do not change
+  // the work done).
+  const double state_bytes = double(config.state_bytes_per_sequence(4));
+  const double kv_token_bytes = double(config.kv_bytes_per_token(int(dtype_size(shape.kv_dtype))));
+  for (int context : o.contexts)
+    for (int batch : o.batches) {
+      std::vector<int32_t> token(size_t(batch), 1);
+      double best = 1e30;
+      for (int r = 0; r < o.repeats; ++r) {
+        auto start = Clock::now();
+        for (int step = 0; step < o.decode_steps; ++step) {
+          std::vector<SequenceStep> steps;
+          for (int s = 0; s < batch; ++s)
+            steps.push_back({std::span<const int32_t>(&token[size_t(s)], 1), context + step, tables[size_t(s)], s, false});
+          runner.step(steps);
+        }
+        best = std::min(best, seconds_since(start));
+      }
+      const double tokens_per_s = double(batch) * o.decode_steps / best;
+      // State is read and written each step; KV of the whole context is read.
+      const double bytes = weight_bytes + batch * (2.0 * state_bytes + (context + 1) * kv_token_bytes);
+      report.decode.push_back({batch, context, tokens_per_s, bytes, batch / (bytes / report.copy_bandwidth)});
+      log::info("decode batch {} context {}: {:.1f} tok/s", batch, context, tokens_per_s);
+    }
+  return report;
+}
+
+}  // namespace dcu

@@ -1,0 +1,47 @@
+#pragma once
+// Offline model speed: prefill and decode tokens/s of the model runner alone (no scheduler, no
+// HTTP), beside the memory-bandwidth bound of each decode figure.
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace dcu {
+
+struct BenchOptions {
+  std::vector<int> prompt_lens = {512};
+  std::vector<int> batches = {1, 8, 32, 64};
+  std::vector<int> contexts = {128};  // tokens already cached before each decode step
+  int decode_steps = 8;
+  int repeats = 3;                    // best of
+};
+
+struct DecodeResult {
+  int batch, context;
+  double tokens_per_s;
+  double bytes_per_step;     // weights + GDN state + KV read per step
+  double bound_tokens_per_s; // batch / (bytes_per_step / copy bandwidth)
+};
+
+struct PrefillResult {
+  int prompt_len;
+  double tokens_per_s;
+  double flops_per_token;
+};
+
+struct BenchReport {
+  double copy_bandwidth;  // bytes/s, read + write, measured on the backend
+  std::vector<PrefillResult> prefill;
+  std::vector<DecodeResult> decode;
+};
+
+BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, ModelWeights weights,
+                              const BenchOptions& options);
+
+// Bytes of all weight matrices a decode step reads (embedding rows excluded unless tied to lm_head).
+double weight_bytes_per_step(const ModelConfig& config, const ModelWeights& weights);
+
+}  // namespace dcu
