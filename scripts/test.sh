@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs every test.
+# Sets everything up, builds, and runs every test: the CPU build and its test suite (unit, golden,
+# engine, server, end-to-end with the official openai client), then the GPU backends compiled for
+# CUDA (sm_80, sm_90a) and HIP gfx906 with their GPU tests (which skip without a GPU) and the gfx906
+# code-object audit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/fetch_test_tokenizers.sh
+(cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 scripts/build.sh cpu
 ctest --preset cpu -j "$(nproc)"
+
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  scripts/build_gpu.sh cuda
+  ctest --test-dir build/cuda -R gpu_ --output-on-failure
+else
+  echo "test.sh: no CUDA toolkit; skipping the CUDA build"
+fi
+scripts/build_gpu.sh hip
+ctest --test-dir build/hip-gfx906 -R gpu_ --output-on-failure
+scripts/audit_gfx906.sh

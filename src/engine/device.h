@@ -2,14 +2,19 @@
 // Choosing the backend for --device (auto | cpu | cuda | hip).
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/gpu/gpu_backend.h"
 
 namespace dcu {
 
 // `auto` picks a GPU when this build has GPU support and a device is present, else the CPU.
 // Throws dcu::Error for a device this build or machine cannot provide.
 std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0);
+
+// Total and free memory of the GPU behind `backend`; nullopt for the CPU.
+std::optional<GpuDeviceInfo> gpu_info(const Backend& backend, int device_index = 0);
 
 }  // namespace dcu

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/cache_plan.h"
+#include "backend/gpu_backend_api.h"
 #include "engine/device.h"
 #include "engine/llm_engine.h"
 #include "model/weights.h"
@@ -41,6 +42,32 @@ LoadProgress terminal_progress() {
   };
 }
 
+DType kv_dtype_for(const std::string& dtype, const Backend& backend) {
+  if (backend.kind() == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention reads f32
+  if (dtype == "float16" || dtype == "half") return DType::F16;
+  return DType::BF16;
+}
+
+// Bytes for KV pages and state slots: exactly --kv-cache-memory-bytes when given; on a GPU, what is
+// left of total * --gpu-memory-utilization once weights (already loaded) and scratch are counted; on
+// the CPU, half the available memory up to 4 GiB.
+size_t cache_budget(const EngineOptions& o, const Backend& backend, size_t scratch_bytes) {
+  if (o.kv_cache_memory_bytes) {
+    if (*o.kv_cache_memory_bytes <= 0) fail("--kv-cache-memory-bytes must be positive");
+    return size_t(*o.kv_cache_memory_bytes);
+  }
+  if (auto gpu = gpu_info(backend)) {
+    const double usable = double(gpu->total_memory) * o.gpu_memory_utilization;
+    const double used = double(gpu->total_memory - gpu->free_memory) + double(scratch_bytes);
+    if (usable <= used)
+      fail("--gpu-memory-utilization {} allows {} on {} but weights and scratch already take {}; raise it or use "
+           "more GPUs (--tensor-parallel-size)",
+           o.gpu_memory_utilization, format_bytes(usable), gpu->name, format_bytes(used));
+    return size_t(usable - used);
+  }
+  return std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory()) * 0.5));
+}
+
 ModelConfig config_for(const EngineOptions& o) {
   if (o.random_weights) {
     if (auto builtin = builtin_config(o.model_dir)) return *builtin;
@@ -51,9 +78,14 @@ ModelConfig config_for(const EngineOptions& o) {
 }  // namespace
 
 std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
-  if (o.tensor_parallel_size != 1)
-    fail("--tensor-parallel-size {} needs {} GPUs; this build runs on the CPU only", o.tensor_parallel_size,
+  if (o.tensor_parallel_size != 1) {
+    const size_t gpus = gpu_backend_compiled() ? list_gpu_devices().size() : 0;
+    if (gpus < size_t(o.tensor_parallel_size))
+      fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}{}", o.tensor_parallel_size,
+           o.tensor_parallel_size, gpus, gpu_backend_compiled() ? "" : " usable by this build (CPU only)");
+    fail("--tensor-parallel-size {}: tensor parallelism is not available in this version yet; use 1",
          o.tensor_parallel_size);
+  }
   ModelInstance model;
   model.backend = make_backend(o.device);
   Backend& backend = *model.backend;
@@ -65,25 +97,27 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
 
   ModelWeights weights = o.random_weights ? random_weights(config, backend, DType::BF16, o.seed)
                                           : load_weights(o.model_dir, config, backend, terminal_progress());
+  LlmEngineOptions eo;
+  eo.limits.max_num_seqs = o.max_num_seqs;
+  eo.limits.max_num_batched_tokens = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 2048;
+  eo.limits.block_size = kBlockSize;
+  eo.limits.max_logit_rows = std::max(256, eo.limits.max_num_seqs + 1);
+
   CachePlanRequest plan;
   plan.max_model_len = max_model_len;
   plan.max_num_seqs = o.max_num_seqs;
   plan.block_size = kBlockSize;
-  plan.kv_dtype = DType::F32;
-  plan.budget_bytes = o.kv_cache_memory_bytes
-                          ? size_t(*o.kv_cache_memory_bytes)
-                          : std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory()) * 0.5));
+  plan.kv_dtype = kv_dtype_for(o.dtype, backend);
+  const size_t scratch = ModelRunner::scratch_bytes(backend, config, eo.limits.max_num_batched_tokens,
+                                                    eo.limits.max_logit_rows);
+  plan.budget_bytes = cache_budget(o, backend, scratch);
   CacheShape shape = plan_cache(config, plan);
   log::info("cache: {} KV pages of {} tokens ({} tokens), {} GDN state slots, {}", shape.num_blocks, shape.block_size,
             int64_t(shape.num_blocks) * shape.block_size, shape.num_state_slots,
             format_bytes(double(CacheStorage::bytes_needed(config, shape))));
 
   model.cache = std::make_unique<CacheStorage>(backend, config, shape);
-  LlmEngineOptions eo;
   eo.limits.max_num_seqs = std::min(o.max_num_seqs, shape.num_state_slots);
-  eo.limits.max_num_batched_tokens = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 2048;
-  eo.limits.block_size = kBlockSize;
-  eo.limits.max_logit_rows = std::max(256, eo.limits.max_num_seqs + 1);
   eo.max_model_len = max_model_len;
   eo.max_waiting_requests = o.max_waiting_requests;
   eo.seed = o.seed;

@@ -31,12 +31,19 @@ struct ModelRunner::Activations {
   Tensor selected;     // [T, H]
   Tensor logits;       // [logit_rows_max, V]
 
+  explicit Activations(Backend& be) : backend(be) {}  // sizes only, no memory
   Activations(Backend& be, const ModelConfig& c, int T, int logit_rows_max) : backend(be) {
+    arena = backend.allocate(lay_out(c, T, logit_rows_max, nullptr));
+    lay_out(c, T, logit_rows_max, static_cast<char*>(arena));
+  }
+
+  // Points every tensor into `base` (when given) and returns the bytes they need together.
+  size_t lay_out(const ModelConfig& c, int T, int logit_rows_max, char* base) {
     const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
     const int64_t C = c.linear_conv_dim(), HvDv = c.linear_value_dim(), Hv = c.linear_num_value_heads;
     struct Spec { Tensor* t; DType dtype; std::vector<int64_t> shape; };
-    std::vector<Spec> specs = {
+    const std::vector<Spec> specs = {
         {&hidden, DType::F32, {T, H}}, {&normed, DType::F32, {T, H}}, {&mixer_out, DType::F32, {T, H}},
         {&qg, DType::F32, {T, nh, 2 * d}}, {&q, DType::F32, {T, nh, d}}, {&gate, DType::F32, {T, nh, d}},
         {&k, DType::F32, {T, nkv, d}}, {&v, DType::F32, {T, nkv, d}}, {&attn, DType::F32, {T, nh, d}},
@@ -47,25 +54,22 @@ struct ModelRunner::Activations {
         {&logit_rows, DType::I32, {T}},
         {&selected, DType::F32, {T, H}}, {&logits, DType::F32, {logit_rows_max, V}},
     };
-    size_t total = 0;
-    auto bytes_of = [](const Spec& s) {
+    size_t offset = 0;
+    for (const auto& s : specs) {
       size_t n = dtype_size(s.dtype);
       for (int64_t x : s.shape) n *= size_t(std::max<int64_t>(x, 1));
-      return (n + 255) / 256 * 256;
-    };
-    for (const auto& s : specs) total += bytes_of(s);
-    arena = backend.allocate(total);
-    char* p = static_cast<char*>(arena);
-    for (const auto& s : specs) {
-      s.t->data = p;
-      s.t->dtype = s.dtype;
-      s.t->ndim = int(s.shape.size());
-      for (size_t i = 0; i < s.shape.size(); ++i) s.t->shape[i] = s.shape[i];
-      p += bytes_of(s);
+      if (base) {
+        s.t->data = base + offset;
+        s.t->dtype = s.dtype;
+        s.t->ndim = int(s.shape.size());
+        for (size_t i = 0; i < s.shape.size(); ++i) s.t->shape[i] = s.shape[i];
+      }
+      offset += (n + 255) / 256 * 256;
     }
+    return offset;
   }
   ~Activations() {
-    backend.release(arena);
+    if (arena) backend.release(arena);
     if (batch_ints) backend.release(batch_ints);
   }
 
@@ -95,6 +99,12 @@ ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeigh
       act_(std::make_unique<Activations>(backend, config, max_tokens_, max_logit_rows_)) {}
 
 ModelRunner::~ModelRunner() = default;
+
+size_t ModelRunner::scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
+                                  int max_logit_rows) {
+  Activations unallocated(backend);
+  return unallocated.lay_out(config, max_tokens_per_step, max_logit_rows, nullptr);
+}
 
 void ModelRunner::observe(const std::string& name, const Tensor& t) const {
   if (observer_) observer_(name, t);

@@ -37,6 +37,10 @@ class ModelRunner {
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
+  // Backend memory the runner's scratch tensors take (memory planning before construction).
+  static size_t scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
+                              int max_logit_rows);
+
   // Logits [R, V] in host memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
   const std::vector<float>& step(std::span<const SequenceStep> seqs);
 

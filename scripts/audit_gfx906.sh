@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Compiles every GPU kernel file for gfx906 (device code only, assembly out) with Debian's clang-15 and
+# fails when the code objects contain instructions gfx906 lacks or that we never want there:
+#   v_mfma* (matrix cores), *permlane* (gfx10+ lane permutes), bf16 dot products;
+# and when the decode GEMV for F16 weights has no v_dot2_f32_f16 inside a loop.
+# Usage: scripts/audit_gfx906.sh [output-dir]   (needs: apt-get install hipcc)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-$root/build/audit-gfx906}"
+mkdir -p "$out"
+clang="${HIP_CLANG:-clang++-15}"
+command -v "$clang" >/dev/null || { echo "audit_gfx906: $clang not found (apt-get install hipcc)"; exit 2; }
+bitcode=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
+
+status=0
+for src in "$root"/src/backend/gpu/*.cu; do
+  name="$(basename "$src" .cu)"
+  "$clang" -x hip --offload-arch=gfx906 --cuda-device-only -S -O3 -std=c++17 -DDCUSERVE_HIP=1 \
+    --rocm-path=/usr --rocm-device-lib-path="$bitcode" -I"$root/src" -o "$out/$name.s" "$src"
+  if bad=$(grep -nE '^\s*(v_mfma|v_\w*permlane|v_dot2\w*bf16|v_dot2c)' "$out/$name.s"); then
+    echo "audit_gfx906: FORBIDDEN instructions in $name.cu:"; echo "$bad" | head -20; status=1
+  fi
+  echo "audit_gfx906: $name.cu -> $out/$name.s ($(grep -c '^\s*v_' "$out/$name.s") vector instructions)"
+done
+
+# The F16 decode GEMV (vectorised instantiation) must use v_dot2_f32_f16 inside a loop: a label whose
+# block is closed by a backward branch to it.
+/usr/bin/python3 - "$out/matmul.s" <<'PY' || status=1
+import re, sys
+asm = open(sys.argv[1]).read().splitlines()
+funcs, cur = {}, None
+for line in asm:
+    m = re.match(r'^(_Z\S*gemv_kernel\S*):', line)
+    if m: cur = m.group(1); funcs[cur] = []; continue
+    if cur and line.startswith('.Lfunc_end'): cur = None; continue
+    if cur: funcs[cur].append(line)
+f16 = {n: b for n, b in funcs.items() if '3F16' in n and 'Lb1E' in n}
+if not f16:
+    print('audit_gfx906: no vectorised F16 gemv_kernel instantiation found in matmul.s'); sys.exit(1)
+ok = True
+for name, body in f16.items():
+    labels = {}
+    in_loop = False
+    for i, line in enumerate(body):
+        m = re.match(r'^(\.LBB\w+):', line)
+        if m: labels[m.group(1)] = i
+        b = re.match(r'^\s*s_(cbranch_\w+|branch)\s+(\.LBB\w+)', line)
+        if b and b.group(2) in labels and labels[b.group(2)] < i:
+            if any('v_dot2_f32_f16' in l for l in body[labels[b.group(2)]:i]): in_loop = True
+    print(f"audit_gfx906: {name}: v_dot2_f32_f16 in a loop: {'yes' if in_loop else 'NO'}")
+    ok &= in_loop
+sys.exit(0 if ok else 1)
+PY
+[ $status -eq 0 ] && echo "audit_gfx906: PASS" || echo "audit_gfx906: FAIL"
+exit $status

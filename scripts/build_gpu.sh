@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the GPU backend and its tests.
+#   scripts/build_gpu.sh cuda [build-dir] [cuda-archs]   nvcc from /usr/local/cuda, archs default "80;90a"
+#   scripts/build_gpu.sh hip  [build-dir]                Debian's hipcc/clang-15 for gfx906 (apt-get install hipcc)
+# Then: <build-dir>/tests/backend/gpu_ops_test and gpu_golden_test (they skip when no GPU is present).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+vendor="${1:-cuda}"
+case "$vendor" in
+  cuda) build="${2:-$root/build/cuda}"
+        flags=(-DDCUSERVE_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${3:-80;90a}") ;;
+  hip)  build="${2:-$root/build/hip-gfx906}"
+        flags=(-DDCUSERVE_HIP=ON -DCMAKE_HIP_ARCHITECTURES=gfx906) ;;
+  *) echo "usage: $0 cuda|hip [build-dir]"; exit 2 ;;
+esac
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${flags[@]}"
+cmake --build "$build" --target dcuserve_gpu gpu_arch_test gpu_ops_test gpu_golden_test -j"${JOBS:-2}"

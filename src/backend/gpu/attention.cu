@@ -1,0 +1,223 @@
+// Gated full attention: q/k preparation (de-interleave, zero-centered norm, partial NeoX RoPE), paged
+// KV writes, and causal GQA attention over the paged cache.
+//
+// paged_attention: one block per (token, kv head, context split). The block holds the whole GQA group's
+// queries in shared memory, so each K/V row is read once for all nh/nkv heads; long contexts are cut
+// into kSplit-position pieces that run in parallel and are merged by a second kernel (flash-decoding),
+// which keeps a decode step (T = 1, nkv small) spread over the GPU. Prefill rows use the same kernel.
+
+#include <cmath>
+
+#include "backend/gpu/kernels.h"
+
+namespace dcu::gpu {
+namespace {
+
+constexpr int kPrepThreads = 128;
+constexpr int kAttnThreads = 256;
+constexpr int kSplit = 256;  // context positions per block
+
+// grid (T, nh + nkv), block kPrepThreads; dynamic shared memory d floats.
+template <int Lanes, typename N>
+__global__ void attention_prep_kernel(AttentionPrepArgs a, const N* q_norm, const N* k_norm) {
+  extern __shared__ float head[];
+  __shared__ float scratch[kPrepThreads / 32];
+  const int t = blockIdx.x, h = blockIdx.y, d = a.d;
+  const bool is_q = h < a.nh;
+  const N* norm = is_q ? q_norm : k_norm;
+  const float* src = is_q ? a.qg + (int64_t(t) * a.nh + h) * 2 * d : a.k + (int64_t(t) * a.nkv + (h - a.nh)) * d;
+  float* dst = is_q ? a.q + (int64_t(t) * a.nh + h) * d : a.k + (int64_t(t) * a.nkv + (h - a.nh)) * d;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < d; i += blockDim.x) {
+    const float v = src[i];
+    head[i] = v;
+    ss += v * v;
+    if (is_q) a.gate[(int64_t(t) * a.nh + h) * d + i] = src[d + i];
+  }
+  ss = block_sum<Lanes>(ss, scratch);  // also orders the head[] writes before the reads below
+  const float inv = 1.0f / sqrtf(ss / float(d) + a.eps);
+  for (int i = threadIdx.x; i < d; i += blockDim.x) head[i] = head[i] * inv * (1.0f + to_f32(norm[i]));
+  __syncthreads();
+  const int half = a.rotary_dim / 2;
+  const float pos = float(a.positions[t]);
+  for (int i = threadIdx.x; i < d; i += blockDim.x) {
+    float v = head[i];
+    if (i < 2 * half) {
+      const int j = i < half ? i : i - half;
+      const float inv_freq = 1.0f / powf(a.theta, float(2 * j) / float(a.rotary_dim));
+      float s, c;
+      sincosf(pos * inv_freq, &s, &c);
+      v = i < half ? head[i] * c - head[i + half] * s : head[i] * c + head[i - half] * s;
+    }
+    dst[i] = v;
+  }
+}
+
+template <typename E>
+__global__ void kv_write_kernel(const float* k, const float* v, const int32_t* slots, E* kc, E* vc, int64_t row) {
+  const int64_t t = blockIdx.x, slot = slots[t];
+  for (int64_t i = threadIdx.x; i < row; i += blockDim.x) {
+    from_f32(k[t * row + i], &kc[slot * row + i]);
+    from_f32(v[t * row + i], &vc[slot * row + i]);
+  }
+}
+
+// Sequence of packed row t (seq_row_begin is sorted, S small).
+__device__ int sequence_of(const int32_t* seq_row_begin, int S, int t) {
+  int lo = 0, hi = S - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (seq_row_begin[mid] <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// grid (nkv, T, splits), block kAttnThreads. Shared: q [G, d] | p [G, kSplit] | m, l [G].
+// One split: positions [split * kSplit, min(pos + 1, (split + 1) * kSplit)). With one split the block
+// writes out; otherwise partials (o unnormalized, m, l) for the merge kernel.
+template <int Lanes, typename E>
+__global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAttentionArgs a, float* part_o,
+                                                                       float* part_ml, int splits) {
+  extern __shared__ float smem[];
+  const int G = a.nh / a.nkv, d = a.d;
+  float* qs = smem;
+  float* ps = qs + G * d;
+  float* ms = ps + G * kSplit;
+  float* ls = ms + G;
+  const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
+  const int pos = a.positions[t];
+  const int begin = split * kSplit, end = min(pos + 1, begin + kSplit);
+  const int s = sequence_of(a.seq_row_begin, a.num_seqs, t);
+  const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
+  const E* kc = static_cast<const E*>(a.k_cache);
+  const E* vc = static_cast<const E*>(a.v_cache);
+  const int64_t kv_row = int64_t(a.nkv) * d;
+  for (int i = threadIdx.x; i < G * d; i += blockDim.x)
+    qs[i] = a.q[(int64_t(t) * a.nh + kvh * G) * d + i] * a.scale;
+  __syncthreads();
+
+  const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes, nwarps = blockDim.x / Lanes;
+  // scores: one logical warp per position, lanes across the head dim
+  for (int p = begin + warp; p < end; p += nwarps) {
+    const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
+    const E* kp = kc + slot * kv_row + int64_t(kvh) * d;
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+      for (int i = lane; i < d; i += Lanes) dot += qs[g * d + i] * to_f32(kp[i]);
+      dot = warp_sum<Lanes>(dot);
+      if (lane == 0) ps[g * kSplit + (p - begin)] = dot;
+    }
+  }
+  __syncthreads();
+  // softmax statistics: one logical warp per head of the group
+  const int n = max(end - begin, 0);
+  for (int g = warp; g < G; g += nwarps) {
+    float m = -INFINITY;
+    for (int i = lane; i < n; i += Lanes) m = fmaxf(m, ps[g * kSplit + i]);
+    m = warp_max<Lanes>(m);
+    float l = 0.0f;
+    for (int i = lane; i < n; i += Lanes) {
+      const float e = expf(ps[g * kSplit + i] - m);
+      ps[g * kSplit + i] = e;
+      l += e;
+    }
+    l = warp_sum<Lanes>(l);
+    if (lane == 0) ms[g] = m, ls[g] = l;
+  }
+  __syncthreads();
+  // o[g, i] = sum_p e[g, p] v[p, i]: threads across (head of group, dim), V rows read in order
+  for (int gi = threadIdx.x; gi < G * d; gi += blockDim.x) {
+    const int g = gi / d, i = gi % d;
+    float acc = 0.0f;
+    for (int p = begin; p < end; ++p) {
+      const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
+      acc += ps[g * kSplit + (p - begin)] * to_f32(vc[slot * kv_row + int64_t(kvh) * d + i]);
+    }
+    const int64_t h = int64_t(kvh) * G + g;
+    if (splits == 1) {
+      a.out[(int64_t(t) * a.nh + h) * d + i] = acc / ls[g];
+    } else {
+      const int64_t base = (int64_t(t) * a.nh + h) * splits + split;
+      part_o[base * d + i] = acc;
+      if (i == 0) part_ml[base * 2] = ms[g], part_ml[base * 2 + 1] = ls[g];
+    }
+  }
+}
+
+// grid (T * nh), block threads over d: merges the splits with log-sum-exp weights.
+__global__ void merge_splits_kernel(const float* part_o, const float* part_ml, float* out, int splits, int d) {
+  const int64_t th = blockIdx.x;
+  float m = -INFINITY;
+  for (int s = 0; s < splits; ++s)
+    if (part_ml[(th * splits + s) * 2 + 1] > 0.0f) m = fmaxf(m, part_ml[(th * splits + s) * 2]);
+  float l = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float ls = part_ml[(th * splits + s) * 2 + 1];
+    if (ls > 0.0f) l += ls * expf(part_ml[(th * splits + s) * 2] - m);
+  }
+  for (int i = threadIdx.x; i < d; i += blockDim.x) {
+    float acc = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float ls = part_ml[(th * splits + s) * 2 + 1];
+      if (ls > 0.0f) acc += part_o[(th * splits + s) * d + i] * expf(part_ml[(th * splits + s) * 2] - m);
+    }
+    out[th * d + i] = acc / l;
+  }
+}
+
+}  // namespace
+
+void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a) {
+  if (a.T == 0) return;
+  with_lanes(l.lanes, [&](auto lanes) {
+    with_elem_type(a.q_norm_type, [&](auto e) {
+      using N = decltype(e);
+      if (a.k_norm_type != a.q_norm_type)
+        fail_call("attention_prep", __FILE__, __LINE__, "q_norm and k_norm must share a dtype");
+      attention_prep_kernel<decltype(lanes)::value, N>
+          <<<dim3(a.T, a.nh + a.nkv), kPrepThreads, size_t(a.d) * sizeof(float), l.stream>>>(
+              a, static_cast<const N*>(a.q_norm), static_cast<const N*>(a.k_norm));
+    });
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_kv_cache_write(const Launch& l, const float* k, const float* v, const int32_t* slot_mapping, void* k_cache,
+                           void* v_cache, DType cache_type, int64_t T, int64_t row) {
+  if (T == 0) return;
+  with_elem_type(cache_type, [&](auto e) {
+    using E = decltype(e);
+    kv_write_kernel<E><<<unsigned(T), 256, 0, l.stream>>>(k, v, slot_mapping, static_cast<E*>(k_cache),
+                                                          static_cast<E*>(v_cache), row);
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch) {
+  if (a.T == 0) return;
+  const int G = a.nh / a.nkv;
+  const int splits = (a.max_position + kSplit) / kSplit;
+  const size_t smem = (size_t(G) * a.d + size_t(G) * kSplit + 2 * size_t(G)) * sizeof(float);
+  float* part_o = nullptr;
+  float* part_ml = nullptr;
+  if (splits > 1) {
+    const size_t rows = size_t(a.T) * a.nh * splits;
+    part_o = static_cast<float*>(scratch.get(rows * (size_t(a.d) + 2) * sizeof(float)));
+    part_ml = part_o + rows * size_t(a.d);
+  }
+  with_lanes(l.lanes, [&](auto lanes) {
+    with_elem_type(a.cache_type, [&](auto e) {
+      auto kernel = paged_attention_kernel<decltype(lanes)::value, decltype(e)>;
+      if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      kernel<<<dim3(a.nkv, a.T, splits), kAttnThreads, smem, l.stream>>>(a, part_o, part_ml, splits);
+    });
+  });
+  GPU_CHECK_LAUNCH();
+  if (splits > 1) {
+    merge_splits_kernel<<<unsigned(a.T * a.nh), 128, 0, l.stream>>>(part_o, part_ml, a.out, splits, a.d);
+    GPU_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace dcu::gpu

@@ -1,0 +1,182 @@
+// Gated DeltaNet: causal depthwise conv with state, the decay/write gates, and the delta rule.
+//
+// delta rule: every column c of a value head's state S [dk, dv] evolves on its own (given the token's
+// k, q, beta, g and v[c]), so a logical warp owns one column and keeps it in registers, each lane
+// holding R rows (dk <= R * Lanes). Per token: decay, mem = S^T k (warp sum), S += k (beta (v - mem)),
+// o = S^T q (warp sum). The tokens of a sequence are walked inside one launch (decode and prefill),
+// the state is read once and written once per launch.
+
+#include <cmath>
+
+#include "backend/gpu/kernels.h"
+
+namespace dcu::gpu {
+namespace {
+
+constexpr int kConvThreads = 128;
+constexpr int kMaxConvTaps = 8;
+constexpr int kDeltaThreads = 256;
+
+// grid (ceil(C / kConvThreads), S); one thread per channel walks its sequence's rows in order.
+template <typename W>
+__global__ void conv_kernel(const float* mixed, const W* weight, float* conv_state, GdnBatch b, float* out, int64_t C,
+                            int Kc) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int s = blockIdx.y;
+  if (c >= C) return;
+  const int taps = Kc - 1;
+  float* st = conv_state + (int64_t(b.state_slots[s]) * C + c) * taps;
+  const bool fresh = b.seq_context_before[s] == 0;
+  float window[kMaxConvTaps];
+  float w[kMaxConvTaps + 1];
+#pragma unroll
+  for (int j = 0; j < kMaxConvTaps; ++j) window[j] = (j < taps && !fresh) ? st[j] : 0.0f;
+#pragma unroll
+  for (int j = 0; j <= kMaxConvTaps; ++j) w[j] = j < Kc ? to_f32(weight[c * Kc + j]) : 0.0f;
+  for (int r = b.seq_row_begin[s]; r < b.seq_row_begin[s + 1]; ++r) {
+    const float xin = mixed[int64_t(r) * C + c];
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kMaxConvTaps; ++j)
+      if (j < taps) acc += w[j] * window[j];
+    acc = w[taps] * xin + acc;
+    out[int64_t(r) * C + c] = acc / (1.0f + expf(-acc));
+#pragma unroll
+    for (int j = 0; j + 1 < kMaxConvTaps; ++j)
+      if (j + 1 < taps) window[j] = window[j + 1];
+#pragma unroll
+    for (int j = 0; j < kMaxConvTaps; ++j)
+      if (j == taps - 1) window[j] = xin;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxConvTaps; ++j)
+    if (j < taps) st[j] = window[j];
+}
+
+template <typename A, typename D>
+__global__ void gates_kernel(const float* a, const float* b, const A* A_log, const D* dt_bias, float* g, float* beta,
+                             int64_t n, int Hv) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int j = int(i % Hv);
+    const float x = a[i] + to_f32(dt_bias[j]);
+    const float softplus = x > 20.0f ? x : log1pf(expf(x));
+    g[i] = -expf(to_f32(A_log[j])) * softplus;
+    beta[i] = 1.0f / (1.0f + expf(-b[i]));
+  }
+}
+
+// grid (ceil(dv / warps), Hv, S), block kDeltaThreads; shared q, k [dk] of the current token.
+template <int Lanes, int R>
+__global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs a, GdnBatch b) {
+  extern __shared__ float qk[];  // q [dk] | k [dk]
+  const int dk = a.dk, dv = a.dv, Hv = a.Hv;
+  const int64_t C = 2 * int64_t(a.Hk) * dk + int64_t(Hv) * dv;
+  const int j = blockIdx.y, s = blockIdx.z, kh = j / (Hv / a.Hk);
+  const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes;
+  const int c = blockIdx.x * (blockDim.x / Lanes) + warp;
+  const bool active = c < dv;  // uniform per logical warp
+  float* S = a.state + (int64_t(b.state_slots[s]) * Hv + j) * dk * dv;
+  const bool fresh = b.seq_context_before[s] == 0;
+  float st[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int r = lane + i * Lanes;
+    st[i] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
+  }
+  const float q_scale = 1.0f / sqrtf(float(dk));
+  for (int row = b.seq_row_begin[s]; row < b.seq_row_begin[s + 1]; ++row) {
+    const float* u = a.qkv + int64_t(row) * C;
+    __syncthreads();  // the previous token's q, k are no longer read
+    for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+      qk[i] = u[int64_t(kh) * dk + i];
+      qk[dk + i] = u[int64_t(a.Hk) * dk + int64_t(kh) * dk + i];
+    }
+    __syncthreads();
+    if (!active) continue;
+    float qq = 0.0f, kk = 0.0f;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int r = lane + i * Lanes;
+      if (r < dk) qq += qk[r] * qk[r], kk += qk[dk + r] * qk[dk + r];
+    }
+    const float q_inv = q_scale / sqrtf(warp_sum<Lanes>(qq) + 1e-6f);
+    const float k_inv = 1.0f / sqrtf(warp_sum<Lanes>(kk) + 1e-6f);
+    const float decay = expf(a.g[int64_t(row) * Hv + j]);
+    const float bt = a.beta[int64_t(row) * Hv + j];
+    float mem = 0.0f;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int r = lane + i * Lanes;
+      st[i] *= decay;
+      if (r < dk) mem += st[i] * qk[dk + r] * k_inv;
+    }
+    mem = warp_sum<Lanes>(mem);
+    const float delta = bt * (u[2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] - mem);
+    float o = 0.0f;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int r = lane + i * Lanes;
+      if (r < dk) {
+        st[i] += qk[dk + r] * k_inv * delta;
+        o += st[i] * qk[r] * q_inv;
+      }
+    }
+    o = warp_sum<Lanes>(o);
+    if (lane == 0) a.out[(int64_t(row) * Hv + j) * dv + c] = o;
+  }
+  if (!active) return;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int r = lane + i * Lanes;
+    if (r < dk) S[int64_t(r) * dv + c] = st[i];
+  }
+}
+
+}  // namespace
+
+void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DType weight_type, float* conv_state,
+                     const GdnBatch& b, float* out, int64_t C, int Kc) {
+  if (b.num_seqs == 0) return;
+  if (Kc < 1 || Kc > kMaxConvTaps + 1) fail_call("gdn_conv", __FILE__, __LINE__, "conv kernel width must be 1..9");
+  with_elem_type(weight_type, [&](auto e) {
+    using W = decltype(e);
+    conv_kernel<W><<<dim3(blocks_for(C, kConvThreads), b.num_seqs), kConvThreads, 0, l.stream>>>(
+        mixed, static_cast<const W*>(weight), conv_state, b, out, C, Kc);
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_gdn_gates(const Launch& l, const float* a, const float* b, const void* A_log, DType A_log_type,
+                      const void* dt_bias, DType dt_bias_type, float* g, float* beta, int64_t T, int Hv) {
+  const int64_t n = T * Hv;
+  if (n == 0) return;
+  with_elem_type(A_log_type, [&](auto ea) {
+    with_elem_type(dt_bias_type, [&](auto ed) {
+      using A = decltype(ea);
+      using D = decltype(ed);
+      gates_kernel<A, D><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 4096)), 256, 0, l.stream>>>(
+          a, b, static_cast<const A*>(A_log), static_cast<const D*>(dt_bias), g, beta, n, Hv);
+    });
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBatch& b) {
+  if (b.num_seqs == 0) return;
+  if (a.Hv % a.Hk != 0) fail_call("gdn_delta_rule", __FILE__, __LINE__, "Hv must be a multiple of Hk");
+  with_lanes(l.lanes, [&](auto lanes) {
+    constexpr int Lanes = decltype(lanes)::value;
+    const dim3 grid(blocks_for(a.dv, kDeltaThreads / Lanes), a.Hv, b.num_seqs);
+    const size_t smem = 2 * size_t(a.dk) * sizeof(float);
+    auto go = [&](auto r) {
+      delta_rule_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, smem, l.stream>>>(a, b);
+    };
+    if (a.dk <= 2 * Lanes) go(std::integral_constant<int, 2>{});
+    else if (a.dk <= 4 * Lanes) go(std::integral_constant<int, 4>{});
+    else if (a.dk <= 8 * Lanes) go(std::integral_constant<int, 8>{});
+    else fail_call("gdn_delta_rule", __FILE__, __LINE__, "key head dim above 8 * warp width");
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+}  // namespace dcu::gpu

@@ -1,0 +1,247 @@
+// The Backend implementation for CUDA and HIP GPUs: memory on one device, one stream, and the op table
+// forwarding to the kernel launchers (kernels.h). Shape checks mirror the CPU reference.
+
+#include "backend/gpu/gpu_backend.h"
+
+#include <algorithm>
+
+#include "backend/gpu/kernels.h"
+#include "backend/gpu_backend_api.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#if defined(DCUSERVE_CUDA)
+#include <cublas_v2.h>
+#endif
+
+namespace dcu {
+
+namespace gpu {
+[[noreturn]] void fail_call(const char* expr, const char* file, int line, const char* what) {
+  fail("GPU call failed at {}:{}: {}: {}", file, line, expr, what);
+}
+}  // namespace gpu
+
+namespace {
+
+using gpu::Launch;
+
+class GpuBackend final : public Backend, private gpu::Scratch {
+ public:
+  GpuBackend(int device, const GpuBackendOptions& options) : device_(device) {
+    int count = 0;
+    if (gpuGetDeviceCount(&count) != gpuSuccess || device < 0 || device >= count)
+      fail("GPU device {} is not available ({} device(s) found)", device, count);
+    GPU_CHECK(gpuSetDevice(device_));
+    GPU_CHECK(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking));
+    lanes_ = options.logical_warp == 0 ? gpu::kNativeLanes : options.logical_warp;
+    if (lanes_ != gpu::kNativeLanes && !(lanes_ == 64 && gpu::kNativeLanes == 32))
+      fail("logical warp width {} is not supported on this build (native {})", lanes_, gpu::kNativeLanes);
+#if defined(DCUSERVE_CUDA)
+    if (options.vendor_blas) {
+      cublasHandle_t handle = nullptr;
+      if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised on GPU {}", device_);
+      cublasSetStream(handle, stream_);
+      blas_ = handle;
+    }
+#endif
+    gpuDeviceProp_t p{};
+    GPU_CHECK(gpuGetDeviceProperties(&p, device_));
+    name_ = fmt::format("{}:{} ({})", kind() == DeviceKind::Cuda ? "cuda" : "hip", device_, p.name);
+  }
+
+  ~GpuBackend() override {
+    gpuSetDevice(device_);
+    gpuStreamSynchronize(stream_);
+#if defined(DCUSERVE_CUDA)
+    if (blas_) cublasDestroy(static_cast<cublasHandle_t>(blas_));
+#endif
+    if (scratch_) gpuFree(scratch_);
+    gpuStreamDestroy(stream_);
+  }
+
+  DeviceKind kind() const override {
+#if defined(DCUSERVE_HIP)
+    return DeviceKind::Hip;
+#else
+    return DeviceKind::Cuda;
+#endif
+  }
+  std::string name() const override { return name_; }
+
+  // --- memory ---
+  void* allocate(size_t bytes) override {
+    GPU_CHECK(gpuSetDevice(device_));
+    void* p = nullptr;
+    if (gpuMalloc(&p, std::max<size_t>(bytes, 1)) != gpuSuccess) {
+      (void)gpuGetLastError();
+      fail("out of GPU memory allocating {} bytes on {}", bytes, name_);
+    }
+    return p;
+  }
+  void release(void* ptr) override {
+    if (!ptr) return;
+    GPU_CHECK(gpuSetDevice(device_));
+    GPU_CHECK(gpuStreamSynchronize(stream_));  // no kernel in flight still reads it
+    GPU_CHECK(gpuFree(ptr));
+  }
+  // Synchronous so the caller may free or reuse its host buffer right away.
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyHostToDevice, stream_));
+    GPU_CHECK(gpuStreamSynchronize(stream_));
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, stream_));
+    GPU_CHECK(gpuStreamSynchronize(stream_));
+  }
+  void fill_zero(void* dst, size_t bytes) override {
+    if (bytes) GPU_CHECK(gpuMemsetAsync(dst, 0, bytes, stream_));
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, stream_));
+  }
+  void synchronize() override { GPU_CHECK(gpuStreamSynchronize(stream_)); }
+
+  // --- ops ---
+  void embed(const Tensor& table, const Tensor& ids, Tensor out) override {
+    const int64_t T = ids.numel(), H = table.cols();
+    DCU_CHECK(ids.dtype == DType::I32 && out.dtype == DType::F32 && out.rows() == T && out.cols() == H);
+    gpu::launch_embed(launch(), table.data, table.dtype, ids.as<int32_t>(), out.as<float>(), T, H);
+  }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
+    DCU_CHECK(f32(x) && f32(out) && w.numel() == x.cols() && out.numel() == x.numel());
+    gpu::launch_rms_norm(launch(), x.as<float>(), w.data, w.dtype, eps, unit_offset, out.as<float>(), x.rows(),
+                         x.cols());
+  }
+  void matmul(const Tensor& x, const Tensor& w, Tensor y) override {
+    const int64_t T = x.rows(), K = x.cols(), N = w.rows();
+    DCU_CHECK(f32(x) && f32(y) && w.cols() == K && y.rows() == T && y.cols() == N);
+    gpu::launch_matmul(launch(), {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, N}, *this);
+  }
+  void add(Tensor x, const Tensor& y) override {
+    DCU_CHECK(f32(x) && f32(y) && x.numel() == y.numel());
+    gpu::launch_add(launch(), x.as<float>(), y.as<float>(), x.numel());
+  }
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override {
+    DCU_CHECK(f32(gate) && f32(up) && f32(out) && gate.numel() == up.numel() && out.numel() == gate.numel());
+    gpu::launch_swiglu(launch(), gate.as<float>(), up.as<float>(), out.as<float>(), gate.numel());
+  }
+  void sigmoid_mul(Tensor x, const Tensor& gate) override {
+    DCU_CHECK(f32(x) && f32(gate) && x.numel() == gate.numel());
+    gpu::launch_sigmoid_mul(launch(), x.as<float>(), gate.as<float>(), x.numel());
+  }
+  void gather_rows(const Tensor& x, const Tensor& rows, Tensor out) override {
+    const int64_t R = rows.numel(), H = x.cols();
+    DCU_CHECK(f32(x) && f32(out) && rows.dtype == DType::I32 && out.rows() == R && out.cols() == H);
+    gpu::launch_gather_rows(launch(), x.as<float>(), rows.as<int32_t>(), out.as<float>(), R, H);
+  }
+
+  void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                      const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate) override {
+    gpu::AttentionPrepArgs a;
+    a.T = int(qg.dim(0)), a.nh = int(qg.dim(1)), a.d = int(qg.dim(2)) / 2, a.nkv = int(k.dim(1));
+    DCU_CHECK(f32(qg) && f32(k) && f32(q) && f32(gate) && k.dim(2) == a.d);
+    DCU_CHECK(q.numel() == int64_t(a.T) * a.nh * a.d && gate.numel() == q.numel());
+    DCU_CHECK(q_norm.numel() == a.d && k_norm.numel() == a.d && rope.rotary_dim <= a.d && rope.rotary_dim % 2 == 0);
+    a.qg = qg.as<float>(), a.k = k.as<float>(), a.q = q.as<float>(), a.gate = gate.as<float>();
+    a.q_norm = q_norm.data, a.k_norm = k_norm.data, a.q_norm_type = q_norm.dtype, a.k_norm_type = k_norm.dtype;
+    a.eps = eps, a.rotary_dim = rope.rotary_dim, a.theta = rope.theta, a.positions = batch.positions;
+    gpu::launch_attention_prep(launch(), a);
+  }
+  void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache) override {
+    const int64_t T = k.dim(0), row = k.numel() / std::max<int64_t>(T, 1);
+    DCU_CHECK(f32(k) && f32(v) && v.numel() == k.numel() && cache.k.dtype == cache.v.dtype);
+    DCU_CHECK(cache.k.dim(2) * cache.k.dim(3) == row);
+    gpu::launch_kv_cache_write(launch(), k.as<float>(), v.as<float>(), batch.slot_mapping, cache.k.data, cache.v.data,
+                               cache.k.dtype, T, row);
+  }
+  void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale,
+                       Tensor out) override {
+    gpu::PagedAttentionArgs a;
+    a.T = int(q.dim(0)), a.nh = int(q.dim(1)), a.d = int(q.dim(2)), a.nkv = int(cache.k.dim(2));
+    DCU_CHECK(f32(q) && f32(out) && out.numel() == q.numel() && cache.k.dim(3) == a.d && a.nh % a.nkv == 0);
+    DCU_CHECK(a.T == batch.num_tokens());
+    const auto& pos = batch.host->positions;
+    a.max_position = pos.empty() ? 0 : *std::max_element(pos.begin(), pos.end());
+    a.q = q.as<float>(), a.out = out.as<float>();
+    a.k_cache = cache.k.data, a.v_cache = cache.v.data, a.cache_type = cache.k.dtype, a.block_size = cache.block_size;
+    a.block_tables = batch.block_tables, a.max_blocks = batch.max_blocks_per_seq();
+    a.seq_row_begin = batch.seq_row_begin, a.num_seqs = batch.num_seqs(), a.positions = batch.positions;
+    a.scale = scale;
+    gpu::launch_paged_attention(launch(), a, *this);
+  }
+
+  void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
+                Tensor out) override {
+    const int64_t C = mixed.cols();
+    const int Kc = int(weight.numel() / C);
+    DCU_CHECK(f32(mixed) && f32(out) && f32(state.conv) && weight.numel() == C * Kc);
+    DCU_CHECK(state.conv.numel() / state.conv.dim(0) == C * (Kc - 1));
+    gpu::launch_gdn_conv(launch(), mixed.as<float>(), weight.data, weight.dtype, state.conv.as<float>(),
+                         gdn_batch(batch), out.as<float>(), C, Kc);
+  }
+  void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g,
+                 Tensor beta) override {
+    const int Hv = int(a.cols());
+    DCU_CHECK(f32(a) && f32(b) && f32(g) && f32(beta) && A_log.numel() == Hv && dt_bias.numel() == Hv);
+    gpu::launch_gdn_gates(launch(), a.as<float>(), b.as<float>(), A_log.data, A_log.dtype, dt_bias.data, dt_bias.dtype,
+                          g.as<float>(), beta.as<float>(), a.rows(), Hv);
+  }
+  void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims, GdnState& state,
+                      const BatchLayout& batch, Tensor out) override {
+    DCU_CHECK(f32(qkv) && f32(g) && f32(beta) && f32(out) && f32(state.recurrent));
+    DCU_CHECK(qkv.cols() == dims.conv_channels());
+    gpu::DeltaRuleArgs a;
+    a.qkv = qkv.as<float>(), a.g = g.as<float>(), a.beta = beta.as<float>();
+    a.state = state.recurrent.as<float>(), a.out = out.as<float>();
+    a.Hk = dims.num_key_heads, a.Hv = dims.num_value_heads, a.dk = dims.key_dim, a.dv = dims.value_dim;
+    gpu::launch_gdn_delta_rule(launch(), a, gdn_batch(batch));
+  }
+  void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
+    DCU_CHECK(f32(x) && f32(z) && f32(out) && w.numel() == x.cols() && z.numel() == x.numel() &&
+              out.numel() == x.numel());
+    gpu::launch_gated_rms_norm(launch(), x.as<float>(), z.as<float>(), w.data, w.dtype, eps, out.as<float>(), x.rows(),
+                               x.cols());
+  }
+
+ private:
+  static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
+  static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
+    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs()};
+  }
+  Launch launch() {
+    GPU_CHECK(gpuSetDevice(device_));
+    return Launch{stream_, lanes_, blas_};
+  }
+  // Scratch: grows on demand; the old buffer is freed only after the stream has drained.
+  void* get(size_t bytes) override {
+    if (bytes > scratch_bytes_) {
+      if (scratch_) {
+        GPU_CHECK(gpuStreamSynchronize(stream_));
+        GPU_CHECK(gpuFree(scratch_));
+        scratch_ = nullptr;
+      }
+      scratch_bytes_ = std::max(bytes, scratch_bytes_ * 2);
+      scratch_ = allocate(scratch_bytes_);
+    }
+    return scratch_;
+  }
+
+  int device_ = 0;
+  int lanes_ = gpu::kNativeLanes;
+  gpuStream_t stream_ = nullptr;
+  void* blas_ = nullptr;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_gpu_backend(int device_index, const GpuBackendOptions& options) {
+  return std::make_unique<GpuBackend>(device_index, options);
+}
+
+}  // namespace dcu

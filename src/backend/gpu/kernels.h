@@ -1,0 +1,134 @@
+#pragma once
+// Launchers of the GPU kernels, one per Backend op, in plain types so gpu_backend.cpp (host C++) and
+// the kernel files (.cu) share them. Every pointer is device memory; shapes use backend.h's letters.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/gpu/compat.h"
+#include "core/dtype.h"
+
+namespace dcu::gpu {
+
+// Where and how a kernel runs: the backend's stream and the logical warp width (the device's native
+// width, or 64 on NVIDIA to exercise wave64 logic).
+struct Launch {
+  gpuStream_t stream = nullptr;
+  int lanes = kNativeLanes;
+  void* blas = nullptr;  // cublasHandle_t on CUDA builds, else null
+};
+
+// Backend-owned device scratch that grows on demand (ops never allocate their outputs).
+class Scratch {
+ public:
+  virtual ~Scratch() = default;
+  virtual void* get(size_t bytes) = 0;  // valid until the next get()
+};
+
+// ---- elementwise.cu ------------------------------------------------------------------------------
+void launch_embed(const Launch& l, const void* table, DType table_type, const int32_t* ids, float* out, int64_t T,
+                  int64_t H);  // table [V, H], ids [T], out [T, H]
+void launch_add(const Launch& l, float* x, const float* y, int64_t n);
+void launch_swiglu(const Launch& l, const float* gate, const float* up, float* out, int64_t n);
+void launch_sigmoid_mul(const Launch& l, float* x, const float* gate, int64_t n);
+void launch_gather_rows(const Launch& l, const float* x, const int32_t* rows, float* out, int64_t R,
+                        int64_t H);  // x [T, H], rows [R], out [R, H]
+
+// ---- norms.cu ------------------------------------------------------------------------------------
+// x, out [R, n]; w [n]
+void launch_rms_norm(const Launch& l, const float* x, const void* w, DType w_type, float eps, bool unit_offset,
+                     float* out, int64_t R, int64_t n);
+void launch_gated_rms_norm(const Launch& l, const float* x, const float* z, const void* w, DType w_type, float eps,
+                           float* out, int64_t R, int64_t n);
+
+// ---- matmul.cu -----------------------------------------------------------------------------------
+struct MatmulArgs {
+  const float* x = nullptr;  // [T, K]
+  const void* w = nullptr;   // [N, K]
+  DType w_type = DType::F32;
+  float* y = nullptr;        // [T, N]
+  int64_t T = 0, K = 0, N = 0;
+};
+// Token counts at or below this use the GEMV kernel (weights streamed once for all rows).
+constexpr int64_t kGemvMaxTokens = 8;
+// CUDA builds hand bf16/f16 weights to cuBLAS from this many tokens on.
+constexpr int64_t kBlasMinTokens = 32;
+void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
+
+// ---- attention.cu --------------------------------------------------------------------------------
+struct AttentionPrepArgs {
+  const float* qg = nullptr;  // [T, nh, 2d]
+  float* k = nullptr;         // [T, nkv, d] in place
+  const void* q_norm = nullptr;
+  const void* k_norm = nullptr;  // [d] each
+  DType q_norm_type = DType::F32, k_norm_type = DType::F32;
+  float eps = 1e-6f;
+  int rotary_dim = 0;
+  float theta = 1e4f;
+  const int32_t* positions = nullptr;  // [T]
+  float* q = nullptr;     // [T, nh, d]
+  float* gate = nullptr;  // [T, nh, d]
+  int T = 0, nh = 0, nkv = 0, d = 0;
+};
+void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a);
+
+// k, v [T, row]; caches [slots, row] of cache_type (F32, F16 or BF16)
+void launch_kv_cache_write(const Launch& l, const float* k, const float* v, const int32_t* slot_mapping, void* k_cache,
+                           void* v_cache, DType cache_type, int64_t T, int64_t row);
+
+struct PagedAttentionArgs {
+  const float* q = nullptr;  // [T, nh, d]
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;  // [blocks, block_size, nkv, d]
+  DType cache_type = DType::F32;
+  int block_size = 0;
+  const int32_t* block_tables = nullptr;  // [S, max_blocks]
+  int max_blocks = 0;
+  const int32_t* seq_row_begin = nullptr;  // [S + 1]
+  int num_seqs = 0;
+  const int32_t* positions = nullptr;  // [T]
+  int max_position = 0;                // largest position in the step (host side, sizes the split)
+  float scale = 1.0f;
+  float* out = nullptr;  // [T, nh, d]
+  int T = 0, nh = 0, nkv = 0, d = 0;
+};
+void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch);
+
+// ---- gdn.cu --------------------------------------------------------------------------------------
+struct GdnBatch {
+  const int32_t* seq_row_begin = nullptr;       // [S + 1]
+  const int32_t* seq_context_before = nullptr;  // [S]
+  const int32_t* state_slots = nullptr;         // [S]
+  int num_seqs = 0;
+};
+// mixed, out [T, C]; weight [C, Kc]; conv_state [slots, C, Kc - 1] f32
+void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DType weight_type, float* conv_state,
+                     const GdnBatch& b, float* out, int64_t C, int Kc);
+// a, b, g, beta [T, Hv]; A_log, dt_bias [Hv]
+void launch_gdn_gates(const Launch& l, const float* a, const float* b, const void* A_log, DType A_log_type,
+                      const void* dt_bias, DType dt_bias_type, float* g, float* beta, int64_t T, int Hv);
+struct DeltaRuleArgs {
+  const float* qkv = nullptr;  // [T, C] q | k | v
+  const float* g = nullptr;
+  const float* beta = nullptr;  // [T, Hv]
+  float* state = nullptr;       // [slots, Hv, dk, dv]
+  float* out = nullptr;         // [T, Hv, dv]
+  int Hk = 0, Hv = 0, dk = 0, dv = 0;
+  int max_rows_per_seq = 0;     // host side
+};
+void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBatch& b);
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+// Runs f(T{}) with T the device element type of `t` (float, F16 or Bf16).
+template <typename F>
+void with_elem_type(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: return f(float{});
+    case DType::F16: return f(F16{});
+    case DType::BF16: return f(Bf16{});
+    default: fail_call("with_elem_type", __FILE__, __LINE__, "tensor dtype must be F32, F16 or BF16");
+  }
+}
+#endif
+
+}  // namespace dcu::gpu

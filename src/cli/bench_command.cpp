@@ -1,0 +1,96 @@
+// dcuserve bench: offline prefill and decode speed of a model (real or random weights) on one device,
+// with the memory-bandwidth bound beside each decode figure.
+
+#include <cstdio>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "core/error.h"
+#include "engine/cache_plan.h"
+#include "engine/device.h"
+#include "engine/offline_bench.h"
+
+namespace dcu {
+namespace {
+
+struct BenchArgs {
+  std::string model, random_weights, device = "auto";
+  std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
+  int decode_steps = 8, repeats = 3;
+  uint64_t seed = 0;
+};
+
+std::vector<int> parse_list(const std::string& text, const char* flag) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      int v = std::stoi(item);
+      if (v <= 0) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      fail("{}: \"{}\" is not a positive integer", flag, item);
+    }
+  }
+  if (out.empty()) fail("{}: empty list", flag);
+  return out;
+}
+
+void run_bench(const BenchArgs& a) {
+  auto backend = make_backend(a.device);
+  ModelConfig config;
+  ModelWeights weights;
+  std::string what;
+  if (!a.random_weights.empty()) {
+    auto builtin = builtin_config(a.random_weights);
+    config = builtin ? *builtin : load_model_config(a.random_weights);
+    what = "random weights, " + a.random_weights + " dimensions";
+    weights = random_weights(config, *backend, DType::BF16, a.seed);
+  } else {
+    const std::string dir = resolve_model_dir(a.model);
+    config = load_model_config(dir);
+    what = dir;
+    weights = load_weights(dir, config, *backend);
+  }
+  BenchOptions o;
+  o.prompt_lens = parse_list(a.prompt_lens, "--prompt-len");
+  o.batches = parse_list(a.batches, "--batch");
+  o.contexts = parse_list(a.contexts, "--context");
+  o.decode_steps = a.decode_steps;
+  o.repeats = a.repeats;
+  std::printf("model: %s (%.3fB parameters), device: %s\n", what.c_str(), double(config.parameter_count()) / 1e9,
+              backend->name().c_str());
+  BenchReport r = run_offline_bench(*backend, config, std::move(weights), o);
+  std::printf("copy bandwidth (read + write): %.1f GB/s\n", r.copy_bandwidth / 1e9);
+  std::printf("\n%-12s %14s %18s\n", "prefill", "tokens/s", "GFLOP/s (matmul)");
+  for (const auto& p : r.prefill)
+    std::printf("%-12d %14.1f %18.1f\n", p.prompt_len, p.tokens_per_s, p.tokens_per_s * p.flops_per_token / 1e9);
+  std::printf("\n%-6s %-8s %12s %14s %14s %8s\n", "batch", "context", "tokens/s", "bytes/step", "bound tok/s", "of bound");
+  for (const auto& d : r.decode)
+    std::printf("%-6d %-8d %12.1f %14s %14.1f %7.1f%%\n", d.batch, d.context, d.tokens_per_s,
+                format_bytes(d.bytes_per_step).c_str(), d.bound_tokens_per_s, 100.0 * d.tokens_per_s / d.bound_tokens_per_s);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Offline prefill and decode speed of the model on one device");
+  cmd->add_option("--model", args->model, "Model folder (default: the bundled demo model)");
+  cmd->add_option("--random-weights", args->random_weights,
+                  "Random weights with built-in dimensions (0.8B, 2B, 4B, 9B, 27B) or a config.json folder");
+  cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
+  cmd->add_option("--prompt-len", args->prompt_lens, "Prefill lengths, comma separated");
+  cmd->add_option("--batch", args->batches, "Decode batch sizes, comma separated");
+  cmd->add_option("--context", args->contexts, "Cached tokens before each decode step, comma separated");
+  cmd->add_option("--decode-steps", args->decode_steps, "Decode steps timed per figure")->check(CLI::Range(1, 100000));
+  cmd->add_option("--repeats", args->repeats, "Runs per figure; the best is reported")->check(CLI::Range(1, 1000));
+  cmd->add_option("--seed", args->seed, "Seed of the random weights");
+  cmd->callback([args] { run_bench(*args); });
+}
+
+}  // namespace dcu

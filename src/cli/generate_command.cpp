@@ -1,0 +1,137 @@
+// dcuserve generate: one continuation of one prompt, printed as it is produced (or as JSON).
+
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "core/error.h"
+#include "engine/engine_factory.h"
+#include "text/detokenizer.h"
+#include "text/tokenizer.h"
+
+namespace dcu {
+namespace {
+
+struct GenerateArgs {
+  std::string model, prompt, prompt_ids, device = "auto";
+  int max_tokens = 64;
+  float temperature = 0.0f, top_p = 1.0f;
+  int top_k = -1;
+  std::optional<uint64_t> seed;
+  bool json = false, ignore_eos = false;
+  int max_model_len = 0;
+};
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(int32_t(v));
+    } catch (const std::exception&) {
+      fail("--prompt-ids: \"{}\" is not a token id", item);
+    }
+  }
+  if (ids.empty()) fail("--prompt-ids: no ids given");
+  return ids;
+}
+
+void run_generate(const GenerateArgs& a) {
+  EngineOptions opts;
+  opts.model_dir = resolve_model_dir(a.model);
+  opts.device = a.device;
+  opts.max_num_seqs = 1;
+  opts.max_model_len = a.max_model_len;
+  std::optional<text::Tokenizer> tokenizer;
+  if (std::filesystem::exists(std::filesystem::path(opts.model_dir) / "tokenizer.json"))
+    tokenizer = text::Tokenizer::load(opts.model_dir);
+  std::vector<int32_t> prompt;
+  if (!a.prompt_ids.empty()) {
+    prompt = parse_ids(a.prompt_ids);
+  } else {
+    if (!tokenizer) fail("{} has no tokenizer.json; use --prompt-ids", opts.model_dir);
+    prompt = tokenizer->encode(a.prompt);
+  }
+  if (opts.max_model_len == 0) opts.max_model_len = int(prompt.size()) + a.max_tokens + 1;
+  auto engine = create_engine(opts);
+
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.sampling.max_tokens = a.max_tokens;
+  req.sampling.temperature = a.temperature;
+  req.sampling.top_p = a.top_p;
+  req.sampling.top_k = a.top_k;
+  req.sampling.seed = a.seed;
+  req.sampling.ignore_eos = a.ignore_eos;
+
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::string error;
+  std::vector<int32_t> ids;
+  std::optional<text::StreamingDetokenizer> detok;
+  if (tokenizer) detok.emplace(*tokenizer, false, std::vector<std::string>{});
+  auto submitted = engine->submit(std::move(req), [&](GenerationEvent&& ev) {
+    std::lock_guard lock(mutex);
+    for (const auto& t : ev.tokens) {
+      ids.push_back(t.id);
+      if (detok && !a.json) std::fputs(detok->push(t.id).c_str(), stdout), std::fflush(stdout);
+    }
+    if (ev.finished) {
+      if (*ev.finished == FinishReason::Error) error = ev.error;
+      done = true;
+      done_cv.notify_all();
+    }
+  });
+  if (auto* e = std::get_if<SubmitError>(&submitted)) fail("{}", e->message);
+  std::unique_lock lock(mutex);
+  done_cv.wait(lock, [&] { return done; });
+  if (!error.empty()) fail("generation failed: {}", error);
+  if (a.json) {
+    nlohmann::json out = {{"ids", ids}};
+    if (tokenizer) out["text"] = tokenizer->decode(ids, false);
+    std::puts(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    if (detok) std::fputs(detok->flush().c_str(), stdout);
+    else
+      for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? "," : "", ids[i]);
+    std::puts("");
+  }
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Continue one prompt (greedy by default)");
+  cmd->add_option("--model", args->model, "Model folder (default: the bundled demo model)");
+  auto* text = cmd->add_option("--prompt", args->prompt, "Prompt text");
+  auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids, "Prompt as comma-separated token ids");
+  text->excludes(ids);
+  cmd->add_option("--max-tokens", args->max_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--temperature", args->temperature, "0 for greedy")->check(CLI::Range(0.0f, 100.0f));
+  cmd->add_option("--top-p", args->top_p)->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--top-k", args->top_k);
+  cmd->add_option("--seed", args->seed);
+  cmd->add_option("--max-model-len", args->max_model_len, "Context length (default: prompt + max tokens)");
+  cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep going past end-of-sequence tokens");
+  cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"text\": \"...\"}");
+  cmd->callback([args] {
+    if (args->prompt.empty() && args->prompt_ids.empty()) fail("give --prompt TEXT or --prompt-ids 1,2,3");
+    run_generate(*args);
+  });
+}
+
+}  // namespace dcu

@@ -1,0 +1,71 @@
+// dcuserve info: what a model needs (parameters, memory per token and per sequence) and which devices
+// this build can use.
+
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "engine/cache_plan.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace dcu {
+namespace {
+
+struct InfoArgs {
+  std::string model, random_weights;
+  int max_model_len = 0;
+};
+
+void print_model(const ModelConfig& c, const std::string& source, double weight_bytes, int max_model_len) {
+  std::printf("model:               %s\n", source.c_str());
+  std::printf("model_type:          %s\n", c.model_type.c_str());
+  std::printf("parameters:          %.3fB (text model)\n", double(c.parameter_count()) / 1e9);
+  std::printf("weights:             %s\n", format_bytes(weight_bytes).c_str());
+  std::printf("hidden / layers:     %lld / %d (%d Gated DeltaNet, %d full attention)\n", (long long)c.hidden_size,
+              c.num_layers, c.num_linear_attention_layers(), c.num_full_attention_layers());
+  std::printf("attention:           %d q heads, %d kv heads, head dim %d, rotary dim %d, theta %g\n", c.num_heads,
+              c.num_kv_heads, c.head_dim, c.rotary_dim, double(c.rope_theta));
+  std::printf("gated deltanet:      %d key heads / %d value heads of %d / %d, conv %d\n", c.linear_num_key_heads,
+              c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim, c.linear_conv_kernel);
+  std::printf("mlp / vocab:         %lld / %lld, tied embeddings: %s\n", (long long)c.intermediate_size,
+              (long long)c.vocab_size, c.tie_word_embeddings ? "yes" : "no");
+  const double kv16 = double(c.kv_bytes_per_token(2)), kv32 = double(c.kv_bytes_per_token(4));
+  const double state = double(c.state_bytes_per_sequence(4));
+  std::printf("KV cache per token:  %s (bf16/f16), %s (f32, CPU backend)\n", format_bytes(kv16).c_str(),
+              format_bytes(kv32).c_str());
+  std::printf("GDN state per seq:   %s (f32)\n", format_bytes(state).c_str());
+  std::printf("one sequence of %d tokens: %s (bf16 KV) + weights\n", max_model_len,
+              format_bytes(state + kv16 * max_model_len).c_str());
+}
+
+void run_info(const InfoArgs& a) {
+  if (!a.random_weights.empty()) {
+    auto c = builtin_config(a.random_weights);
+    if (!c) fail("--random-weights: unknown size \"{}\"", a.random_weights);
+    print_model(*c, "built-in " + a.random_weights + " dimensions", double(c->parameter_count()) * 2,
+                a.max_model_len ? a.max_model_len : int(c->max_position_embeddings));
+  } else {
+    const std::string dir = resolve_model_dir(a.model);
+    ModelConfig c = load_model_config(dir);
+    print_model(c, dir, double(Checkpoint::open(dir).total_bytes()),
+                a.max_model_len ? a.max_model_len : int(c.max_position_embeddings));
+  }
+  std::printf("devices:\n  cpu: %u threads\n", std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* cmd = app.add_subcommand("info", "Model dimensions, memory needs and available devices");
+  cmd->add_option("--model", args->model, "Model folder (default: the bundled demo model)");
+  cmd->add_option("--random-weights", args->random_weights, "A built-in size instead: 0.8B, 2B, 4B, 9B, 27B");
+  cmd->add_option("--max-model-len", args->max_model_len, "Context length for the memory figures");
+  cmd->callback([args] { run_info(*args); });
+}
+
+}  // namespace dcu

@@ -1,0 +1,215 @@
+#include "server/chat_handler.h"
+
+#include "core/error.h"
+#include "server/logprobs_format.h"
+#include "server/sse.h"
+
+namespace dcu::server {
+
+using ojson = nlohmann::ordered_json;
+
+std::string render_chat_prompt(const ServerContext& ctx, const ChatRequest& request) {
+  ChatPrompt prompt;
+  prompt.messages = request.messages;
+  prompt.tools = request.tools;
+  prompt.add_generation_prompt = request.add_generation_prompt;
+  prompt.extra_kwargs = request.chat_template_kwargs;
+  std::string rendered;
+  try {
+    rendered = ctx.text.render_chat(prompt);
+  } catch (const Error& e) {
+    reject(std::string("messages"), "the chat template failed: {}", e.what());
+  }
+  if (request.continue_final_message) {
+    // Like transformers: cut everything the template adds after the final message's content.
+    const std::string final_content = request.messages.back().value("content", "");
+    size_t at = final_content.empty() ? std::string::npos : rendered.rfind(final_content);
+    if (at == std::string::npos) reject(std::string("continue_final_message"), "the final message is not in the rendered prompt");
+    rendered.resize(at + final_content.size());
+  }
+  return rendered;
+}
+
+namespace {
+
+bool ends_inside_think(const std::string& prompt) {
+  const size_t open = prompt.rfind("<think>");
+  if (open == std::string::npos) return false;
+  const size_t close = prompt.rfind("</think>");
+  return close == std::string::npos || close < open;
+}
+
+class ChatJob : public GenerationJob {
+ public:
+  ChatJob(const ServerContext& ctx, const ChatRequest& request)
+      : GenerationJob(ctx.engine, ctx.text, ctx.metrics, request.common.stream, request.common.include_usage),
+        model_(ctx.model_name()),
+        top_logprobs_(request.logprobs ? request.top_logprobs : -1) {
+    id_ = random_id("chatcmpl-");
+    const auto& cfg = ctx.config;
+    using Kind = ToolChoice::Kind;
+    const Kind tool_kind = request.tool_choice.kind;
+    if (tool_kind == Kind::Auto && !(cfg.enable_auto_tool_choice && !cfg.tool_call_parser.empty()))
+      reject(std::string("tool_choice"),
+             "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
+    if (tool_kind == Kind::Required || tool_kind == Kind::Named)
+      reject(std::string("tool_choice"),
+             "tool_choice 'required' and named functions need structured output, which is not supported yet; use "
+             "'auto'");
+
+    const std::string prompt = render_chat_prompt(ctx, request);
+    const std::vector<int32_t> ids = ctx.text.encode(prompt);
+    if (ids.empty()) reject(std::string("messages"), "the rendered prompt is empty");
+    ChatParserOptions parser;
+    parser.parse_reasoning = !cfg.reasoning_parser.empty();
+    parser.prompt_opened_think = ends_inside_think(prompt);
+    parser.parse_tool_calls = tool_kind == Kind::Auto;
+    if (parser.parse_tool_calls) parser.tools = request.tools;
+
+    const auto& p = request.common;
+    SamplingParams sampling = make_sampling_params(p, cfg.defaults);
+    sampling.max_tokens = resolve_max_tokens(p, cfg.defaults, int(ids.size()), ctx.engine.max_model_len(), false);
+    sampling.logprobs = top_logprobs_;
+    set_prompt_tokens(0, int(ids.size()));
+    for (int j = 0; j < p.n; ++j) {
+      GenerationRequest r{ids, sampling};
+      if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;
+      add_choice(0, std::move(r), ctx.text.open_stream(p.skip_special_tokens, p.stop));
+      Output out;
+      out.parser = ctx.text.open_chat_parser(parser);
+      outputs_.push_back(std::move(out));
+    }
+  }
+
+ protected:
+  std::string on_output(Choice& c, std::string text, std::span<const SampledToken> tokens,
+                        const GenerationEvent&) override {
+    Output& out = outputs_[c.index];
+    ChatDelta delta = out.parser->feed(text);
+    if (c.finished) merge(delta, out.parser->finish());
+    ojson lp = ojson::array();
+    if (top_logprobs_ >= 0)
+      for (const auto& t : tokens) lp.push_back(chat_logprob_entry(this->text(), t, top_logprobs_));
+    for (auto& call : delta.tool_calls) {
+      if (call.index >= int(out.tool_ids.size())) out.tool_ids.resize(call.index + 1);
+      if (out.tool_ids[call.index].empty()) {
+        out.tool_ids[call.index] = call.id.empty() ? random_id("chatcmpl-tool-") : call.id;
+        call.id = out.tool_ids[call.index];
+      }
+    }
+    if (!delta.tool_calls.empty()) out.called_tools = true;
+    const std::string reason = finish_reason(c, out);
+    if (!streaming()) {
+      out.content += delta.content;
+      out.reasoning += delta.reasoning_content;
+      for (const auto& call : delta.tool_calls) {
+        if (call.index >= int(out.calls.size())) out.calls.resize(call.index + 1);
+        auto& whole = out.calls[call.index];
+        if (!call.id.empty()) whole.id = call.id;
+        whole.name += call.name;
+        whole.arguments += call.arguments;
+      }
+      for (auto& e : lp) out.logprobs.push_back(std::move(e));
+      return {};
+    }
+    if (c.finish_reason == "error") return sse_event(ojson::parse(error_body(internal_error(c.error))));
+    std::string sse;
+    if (!out.sent_role) {
+      out.sent_role = true;
+      sse += sse_event(chunk(c.index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
+    }
+    if (delta.empty() && !c.finished && lp.empty()) return sse;
+    ojson d = ojson::object();
+    if (!delta.reasoning_content.empty()) d["reasoning_content"] = delta.reasoning_content;
+    if (!delta.content.empty() || (delta.reasoning_content.empty() && delta.tool_calls.empty() && !c.finished))
+      d["content"] = delta.content;
+    if (!delta.tool_calls.empty()) {
+      ojson calls = ojson::array();
+      for (const auto& call : delta.tool_calls) {
+        ojson fn = ojson::object();
+        if (!call.name.empty()) fn["name"] = call.name;
+        fn["arguments"] = call.arguments;
+        ojson item = {{"index", call.index}};
+        if (!call.id.empty()) {
+          item["id"] = call.id;
+          item["type"] = "function";
+        }
+        item["function"] = std::move(fn);
+        calls.push_back(std::move(item));
+      }
+      d["tool_calls"] = std::move(calls);
+    }
+    ojson logprobs = top_logprobs_ >= 0 ? ojson{{"content", std::move(lp)}} : ojson(nullptr);
+    return sse + sse_event(chunk(c.index, std::move(d), std::move(logprobs), c.finished ? ojson(reason) : ojson(nullptr)));
+  }
+
+  ojson full_response() override {
+    ojson list = ojson::array();
+    for (auto& c : choices()) {
+      Output& out = outputs_[c.index];
+      ojson message = {{"role", "assistant"}, {"content", out.content}};
+      if (!out.reasoning.empty()) message["reasoning_content"] = out.reasoning;
+      ojson calls = ojson::array();
+      for (const auto& call : out.calls)
+        calls.push_back({{"id", call.id}, {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      message["tool_calls"] = std::move(calls);
+      if (out.content.empty() && out.called_tools) message["content"] = nullptr;
+      list.push_back({{"index", c.index}, {"message", std::move(message)},
+                      {"logprobs", top_logprobs_ >= 0 ? ojson{{"content", out.logprobs}} : ojson(nullptr)},
+                      {"finish_reason", finish_reason(c, out)}, {"stop_reason", nullptr}});
+    }
+    ojson r = {{"id", id_}, {"object", "chat.completion"}, {"created", created_}, {"model", model_},
+               {"choices", std::move(list)}};
+    r["usage"] = usage();
+    return r;
+  }
+
+  ojson usage_chunk() override {
+    return {{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
+            {"choices", ojson::array()}, {"usage", usage()}};
+  }
+
+ private:
+  struct WholeCall {
+    std::string id, name, arguments;
+  };
+  struct Output {
+    std::unique_ptr<ChatOutputParser> parser;
+    std::string content, reasoning;
+    std::vector<WholeCall> calls;
+    std::vector<std::string> tool_ids;
+    ojson logprobs = ojson::array();
+    bool called_tools = false;
+    bool sent_role = false;
+  };
+
+  static void merge(ChatDelta& into, ChatDelta&& more) {
+    into.content += more.content;
+    into.reasoning_content += more.reasoning_content;
+    for (auto& call : more.tool_calls) into.tool_calls.push_back(std::move(call));
+  }
+
+  static std::string finish_reason(const Choice& c, const Output& out) {
+    return c.finish_reason == "stop" && out.called_tools ? "tool_calls" : c.finish_reason;
+  }
+
+  ojson chunk(int index, ojson delta, ojson logprobs, ojson finish) const {
+    ojson choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
+                    {"finish_reason", std::move(finish)}};
+    return {{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
+            {"choices", ojson::array({std::move(choice)})}};
+  }
+
+  std::string model_;
+  int top_logprobs_;
+  std::vector<Output> outputs_;
+};
+
+}  // namespace
+
+std::shared_ptr<GenerationJob> make_chat_job(const ServerContext& ctx, const ChatRequest& request) {
+  return std::make_shared<ChatJob>(ctx, request);
+}
+
+}  // namespace dcu::server

@@ -1,0 +1,134 @@
+#include "server/completion_handler.h"
+
+#include "server/logprobs_format.h"
+#include "server/sse.h"
+
+namespace dcu::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+class CompletionJob : public GenerationJob {
+ public:
+  CompletionJob(const ServerContext& ctx, const CompletionRequest& request)
+      : GenerationJob(ctx.engine, ctx.text, ctx.metrics, request.common.stream, request.common.include_usage),
+        model_(ctx.model_name()),
+        echo_(request.echo),
+        logprobs_(request.logprobs) {
+    id_ = random_id("cmpl-");
+    const auto& p = request.common;
+    for (size_t i = 0; i < request.prompts.size(); ++i) {
+      Prompt prompt;
+      if (const auto* s = std::get_if<std::string>(&request.prompts[i])) {
+        prompt.text = *s;
+        prompt.ids = ctx.text.encode(*s);
+        if (prompt.ids.empty()) reject(std::string("prompt"), "the prompt encodes to no tokens");
+      } else {
+        prompt.ids = std::get<std::vector<int32_t>>(request.prompts[i]);
+        for (int32_t id : prompt.ids)
+          if (id >= ctx.engine.vocab_size())
+            reject(std::string("prompt"), "token id {} is out of vocabulary (size {})", id, ctx.engine.vocab_size());
+        if (echo_) prompt.text = ctx.text.decode(prompt.ids, p.skip_special_tokens);
+      }
+      const bool prompt_logprobs = echo_ && logprobs_.has_value();
+      SamplingParams sampling = make_sampling_params(p, ctx.config.defaults);
+      sampling.max_tokens = resolve_max_tokens(p, ctx.config.defaults, int(prompt.ids.size()),
+                                               ctx.engine.max_model_len(), prompt_logprobs);
+      sampling.logprobs = logprobs_.value_or(-1);
+      sampling.prompt_logprobs = prompt_logprobs ? *logprobs_ : -1;
+      set_prompt_tokens(int(i), int(prompt.ids.size()));
+      for (int j = 0; j < p.n; ++j) {
+        GenerationRequest r{prompt.ids, sampling};
+        if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;  // n samples must differ
+        add_choice(int(i), std::move(r), ctx.text.open_stream(p.skip_special_tokens, p.stop));
+        outputs_.emplace_back(ctx.text);
+      }
+      prompts_.push_back(std::move(prompt));
+    }
+  }
+
+ protected:
+  std::string on_output(Choice& c, std::string text, std::span<const SampledToken> tokens,
+                        const GenerationEvent& event) override {
+    Output& out = outputs_[c.index];
+    std::string piece;
+    if (!out.echoed) {
+      out.echoed = true;
+      if (echo_) {
+        const Prompt& prompt = prompts_[c.prompt_index];
+        piece = prompt.text;
+        if (logprobs_) {
+          for (size_t k = 0; k < prompt.ids.size(); ++k)
+            out.logprobs.add_prompt_token(prompt.ids[k], k < event.prompt_logprobs.size() ? event.prompt_logprobs[k]
+                                                                                         : std::nullopt);
+        }
+      }
+    }
+    piece += text;
+    if (logprobs_)
+      for (const auto& t : tokens) out.logprobs.add(t);
+    if (!streaming()) {
+      out.text += piece;
+      return {};
+    }
+    if (c.finish_reason == "error") return sse_event(ojson::parse(error_body(internal_error(c.error))));
+    if (piece.empty() && !c.finished && (out.logprobs.empty() || !logprobs_)) return {};
+    ojson choice = {{"index", c.index}, {"text", piece}, {"logprobs", nullptr},
+                    {"finish_reason", c.finished ? ojson(c.finish_reason) : ojson(nullptr)}, {"stop_reason", nullptr}};
+    if (logprobs_) {
+      choice["logprobs"] = out.logprobs.json();
+      out.logprobs.clear();
+    }
+    return sse_event(chunk(ojson::array({choice})));
+  }
+
+  ojson full_response() override {
+    ojson list = ojson::array();
+    for (auto& c : choices()) {
+      const Output& out = outputs_[c.index];
+      list.push_back({{"index", c.index}, {"text", out.text},
+                      {"logprobs", logprobs_ ? out.logprobs.json() : ojson(nullptr)},
+                      {"finish_reason", c.finish_reason}, {"stop_reason", nullptr}, {"prompt_logprobs", nullptr}});
+    }
+    ojson r = chunk(std::move(list));
+    r["usage"] = usage();
+    return r;
+  }
+
+  ojson usage_chunk() override {
+    ojson r = chunk(ojson::array());
+    r["usage"] = usage();
+    return r;
+  }
+
+ private:
+  struct Prompt {
+    std::string text;  // for echo
+    std::vector<int32_t> ids;
+  };
+  struct Output {
+    explicit Output(const ModelText& text) : logprobs(text) {}
+    std::string text;
+    CompletionLogprobs logprobs;
+    bool echoed = false;
+  };
+
+  ojson chunk(ojson choices) const {
+    return {{"id", id_}, {"object", "text_completion"}, {"created", created_}, {"model", model_},
+            {"choices", std::move(choices)}};
+  }
+
+  std::string model_;
+  bool echo_;
+  std::optional<int> logprobs_;
+  std::vector<Prompt> prompts_;
+  std::vector<Output> outputs_;
+};
+
+}  // namespace
+
+std::shared_ptr<GenerationJob> make_completion_job(const ServerContext& ctx, const CompletionRequest& request) {
+  return std::make_shared<CompletionJob>(ctx, request);
+}
+
+}  // namespace dcu::server

@@ -1,0 +1,316 @@
+#include "server/http_server.h"
+
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/router.h"
+
+namespace dcu::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using namespace net::experimental::awaitable_operators;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+namespace {
+
+// Engine events cross to the request side through a post() onto the connection's strand. The gate lets
+// the server refuse posts once it is being destroyed (engine callbacks may still come late).
+struct Gate {
+  std::mutex mutex;
+  bool open = true;
+};
+
+// Events of the job a connection is running, queued on the connection's strand.
+struct JobInbox {
+  explicit JobInbox(net::any_io_executor ex) : wake(ex) {}
+  std::deque<std::pair<int, GenerationEvent>> pending;
+  net::steady_timer wake;  // cancelled to wake the session when an event arrives
+};
+
+struct Connection {
+  explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
+  beast::tcp_stream stream;
+  std::shared_ptr<JobInbox> inbox;  // while a generation job runs
+  std::shared_ptr<GenerationJob> job;
+  bool stopping = false;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(const ServerContext& c)
+      : ctx(c), router(c), acceptor(ioc), signals(ioc), gate(std::make_shared<Gate>()) {}
+
+  const ServerContext& ctx;
+  Router router;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::signal_set signals;
+  std::shared_ptr<Gate> gate;
+  std::mutex connections_mutex;
+  std::list<std::weak_ptr<Connection>> connections;
+  std::atomic<bool> stopped{false};
+
+  net::awaitable<void> accept_loop();
+  net::awaitable<void> session(std::shared_ptr<Connection> conn);
+  net::awaitable<bool> write_response(Connection& conn, const HttpResponse& r, unsigned version, bool keep_alive);
+  net::awaitable<bool> run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
+                               bool keep_alive);
+  void stop_all();
+};
+
+int HttpServer::listen() {
+  auto& s = *impl_;
+  beast::error_code ec;
+  auto address = net::ip::make_address(s.ctx.config.host, ec);
+  if (ec) fail("--host {} is not an IP address: {}", s.ctx.config.host, ec.message());
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(s.ctx.config.port));
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) fail("cannot listen on {}:{}: {}", s.ctx.config.host, s.ctx.config.port, ec.message());
+  return s.acceptor.local_endpoint().port();
+}
+
+HttpServer::HttpServer(const ServerContext& ctx) : impl_(std::make_unique<Impl>(ctx)) {}
+
+HttpServer::~HttpServer() {
+  {
+    std::lock_guard lock(impl_->gate->mutex);
+    impl_->gate->open = false;
+  }
+}
+
+void HttpServer::run(bool handle_signals) {
+  auto& s = *impl_;
+  if (!s.acceptor.is_open()) listen();
+  if (handle_signals) {
+    s.signals.add(SIGINT);
+    s.signals.add(SIGTERM);
+    s.signals.async_wait([this](const beast::error_code& ec, int signal) {
+      if (ec) return;
+      log::info("signal {} received: shutting down", signal);
+      stop();
+    });
+  }
+  net::co_spawn(s.ioc, s.accept_loop(), net::detached);
+  std::vector<std::thread> extra;
+  for (int i = 1; i < s.ctx.config.io_threads; ++i) extra.emplace_back([&s] { s.ioc.run(); });
+  s.ioc.run();
+  for (auto& t : extra) t.join();
+}
+
+void HttpServer::stop() {
+  auto& s = *impl_;
+  net::post(s.ioc, [&s] { s.stop_all(); });
+}
+
+void HttpServer::Impl::stop_all() {
+  if (stopped.exchange(true)) return;
+  beast::error_code ec;
+  acceptor.close(ec);
+  signals.cancel(ec);
+  std::lock_guard lock(connections_mutex);
+  for (auto& weak : connections) {
+    auto conn = weak.lock();
+    if (!conn) continue;
+    net::post(conn->stream.get_executor(), [conn] {
+      conn->stopping = true;
+      if (conn->job) conn->job->cancel();
+      if (conn->inbox) conn->inbox->wake.cancel();
+      beast::error_code ignored;
+      conn->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      conn->stream.socket().close(ignored);
+    });
+  }
+}
+
+net::awaitable<void> HttpServer::Impl::accept_loop() {
+  for (;;) {
+    tcp::socket socket(net::make_strand(ioc));
+    auto [ec] = co_await acceptor.async_accept(socket, use_tuple);
+    if (ec) {
+      if (stopped || ec == net::error::operation_aborted) co_return;
+      log::warn("accept failed: {}", ec.message());
+      continue;
+    }
+    auto conn = std::make_shared<Connection>(std::move(socket));
+    {
+      std::lock_guard lock(connections_mutex);
+      connections.remove_if([](const auto& w) { return w.expired(); });
+      connections.push_back(conn);
+    }
+    net::co_spawn(conn->stream.get_executor(), session(conn), net::detached);
+  }
+}
+
+net::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const HttpResponse& r, unsigned version,
+                                                       bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, "dcuserve");
+  res.set(http::field::content_type, r.content_type);
+  for (const auto& [name, value] : r.headers) res.set(name, value);
+  res.keep_alive(keep_alive);
+  res.body() = r.body;
+  res.prepare_payload();
+  conn.stream.expires_after(std::chrono::seconds(ctx.config.write_timeout_seconds));
+  auto [ec, n] = co_await http::async_write(conn.stream, res, use_tuple);
+  co_return !ec;
+}
+
+net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn) {
+  auto& stream = conn->stream;
+  beast::flat_buffer buffer;
+  const auto& cfg = ctx.config;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(cfg.max_body_bytes);
+    stream.expires_after(std::chrono::seconds(cfg.header_timeout_seconds));
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
+      if (parser.content_length() && *parser.content_length() > cfg.max_body_bytes) {
+        ec = http::error::body_limit;
+      } else {
+        http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
+        auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
+        if (wec) break;
+      }
+    }
+    if (!ec) {
+      stream.expires_after(std::chrono::seconds(cfg.body_timeout_seconds));
+      std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, use_tuple);
+    }
+    if (ec == http::error::body_limit) {
+      co_await write_response(*conn, error_response(payload_too_large(cfg.max_body_bytes)), 11, false);
+      break;
+    }
+    if (ec) {
+      // A malformed request gets a 400; a closed or timed-out connection just ends.
+      if (ec.category() == http::make_error_code(http::error::bad_method).category() && ec != http::error::end_of_stream)
+        co_await write_response(*conn, error_response(invalid_request("Malformed HTTP request: " + ec.message())), 11,
+                                false);
+      break;
+    }
+    if (conn->stopping) break;
+    auto& req = parser.get();
+    HttpRequest request;
+    request.method = std::string(req.method_string());
+    std::string_view target = req.target();
+    request.path = std::string(target.substr(0, target.find('?')));
+    request.authorization = std::string(req[http::field::authorization]);
+    request.body = std::move(req.body());
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+
+    auto result = router.handle(request);
+    bool ok;
+    if (auto* response = std::get_if<HttpResponse>(&result))
+      ok = co_await write_response(*conn, *response, version, keep_alive);
+    else
+      ok = co_await run_job(*conn, std::get<std::shared_ptr<GenerationJob>>(std::move(result)), version, keep_alive);
+    if (!ok || !keep_alive || conn->stopping) break;
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream.socket().close(ignored);
+}
+
+// Runs one generation job on this connection. Returns false when the connection cannot be reused.
+net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
+                                                bool keep_alive) {
+  auto& stream = conn.stream;
+  auto inbox = std::make_shared<JobInbox>(stream.get_executor());
+  auto executor = stream.get_executor();
+  auto sink = [inbox, executor, gate = gate](int index, GenerationEvent&& event) {
+    std::lock_guard lock(gate->mutex);
+    if (!gate->open) return;
+    net::post(executor, [inbox, index, event = std::move(event)]() mutable {
+      inbox->pending.emplace_back(index, std::move(event));
+      inbox->wake.cancel();
+    });
+  };
+  if (auto error = job->start(sink)) co_return co_await write_response(conn, error_response(*error), version, keep_alive);
+  conn.job = job;
+  conn.inbox = inbox;
+  struct Detach {
+    Connection& c;
+    ~Detach() {
+      c.job.reset();
+      c.inbox.reset();
+    }
+  } detach{conn};
+
+  const auto write_timeout = std::chrono::seconds(ctx.config.write_timeout_seconds);
+  bool client_gone = false;
+  if (job->streaming()) {
+    http::response<http::empty_body> res{http::status::ok, version};
+    res.set(http::field::server, "dcuserve");
+    res.set(http::field::content_type, "text/event-stream");
+    res.set(http::field::cache_control, "no-cache");
+    res.keep_alive(keep_alive);
+    res.chunked(true);
+    http::response_serializer<http::empty_body> serializer{res};
+    stream.expires_after(write_timeout);
+    auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple);
+    client_gone = bool(ec);
+  }
+  // While waiting for the engine, a pending read on the socket notices a client that hangs up.
+  bool watching = true;
+  while (!client_gone && !job->done() && !conn.stopping) {
+    if (inbox->pending.empty()) {
+      stream.expires_never();
+      inbox->wake.expires_at(net::steady_timer::time_point::max());
+      if (watching) {
+        char probe;
+        auto which = co_await (inbox->wake.async_wait(use_tuple) ||
+                               stream.socket().async_read_some(net::buffer(&probe, 1), use_tuple));
+        if (which.index() == 1) {
+          auto [ec, n] = std::get<1>(which);
+          if (ec) client_gone = true;
+          // A pipelined request: its first byte cannot go back into Beast's buffer, so the connection
+          // closes after this response (the client retries on a new one).
+          watching = false;
+          keep_alive = false;
+        }
+      } else {
+        co_await inbox->wake.async_wait(use_tuple);
+      }
+      continue;
+    }
+    auto [index, event] = std::move(inbox->pending.front());
+    inbox->pending.pop_front();
+    std::string bytes = job->on_event(index, std::move(event));
+    if (job->streaming() && !bytes.empty()) {
+      stream.expires_after(write_timeout);
+      auto [ec, n] = co_await net::async_write(stream, http::make_chunk(net::buffer(bytes)), use_tuple);
+      client_gone = bool(ec);
+    }
+  }
+  if (client_gone || conn.stopping) {
+    job->cancel();
+    co_return false;
+  }
+  if (!job->streaming()) co_return co_await write_response(conn, job->response(), version, keep_alive);
+  const std::string tail = job->stream_tail();
+  stream.expires_after(write_timeout);
+  auto [ec1, n1] = co_await net::async_write(stream, http::make_chunk(net::buffer(tail)), use_tuple);
+  if (ec1) co_return false;
+  auto [ec2, n2] = co_await net::async_write(stream, http::make_chunk_last(), use_tuple);
+  co_return !ec2 && keep_alive;
+}
+
+}  // namespace dcu::server

@@ -1,0 +1,96 @@
+#pragma once
+// OpenAI (vLLM-flavoured) request bodies parsed and validated into typed structs. Every parse_*
+// function throws ApiException (400, with `param` naming the field) on anything malformed; unknown
+// fields are ignored, as vLLM does.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine_api.h"
+#include "server/server_config.h"
+
+namespace dcu::server {
+
+// Fields shared by /v1/completions and /v1/chat/completions.
+struct CommonParams {
+  std::optional<std::string> model;
+  int n = 1;
+  std::optional<int> max_tokens;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int> top_k;
+  std::optional<float> min_p;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  std::optional<float> repetition_penalty;
+  std::optional<uint64_t> seed;
+  bool ignore_eos = false;
+  int min_tokens = 0;
+  bool skip_special_tokens = true;
+};
+
+using PromptInput = std::variant<std::string, std::vector<int32_t>>;
+
+struct CompletionRequest {
+  CommonParams common;
+  std::vector<PromptInput> prompts;  // one or more
+  bool echo = false;
+  std::optional<int> logprobs;       // top-k count; 0 = only the sampled token
+};
+
+struct ToolChoice {
+  enum class Kind { None, Auto, Required, Named } kind = Kind::None;
+  std::string function_name;  // Named
+};
+
+struct ChatRequest {
+  CommonParams common;
+  nlohmann::json messages;  // validated; content normalised to strings, tool-call arguments to objects
+  nlohmann::json tools;     // null or the validated array
+  ToolChoice tool_choice;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+};
+
+struct TokenizeRequest {
+  std::optional<std::string> model;
+  std::optional<std::string> prompt;       // either prompt ...
+  std::optional<ChatRequest> chat;         // ... or messages
+  bool return_token_strs = false;
+};
+
+struct DetokenizeRequest {
+  std::optional<std::string> model;
+  std::vector<int32_t> tokens;
+};
+
+// Parses a body as a JSON object (400 on malformed JSON, a non-object, or nesting deeper than 64).
+nlohmann::json parse_json_body(std::string_view body);
+
+CompletionRequest parse_completion_request(const nlohmann::json& body, int max_logprobs);
+ChatRequest parse_chat_request(const nlohmann::json& body, int max_logprobs);
+TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
+DetokenizeRequest parse_detokenize_request(const nlohmann::json& body);
+
+// The engine's sampling parameters for one request: request fields, else the model's defaults, else
+// vLLM's. max_tokens is left for the caller (it depends on the prompt length).
+SamplingParams make_sampling_params(const CommonParams& p, const GenerationDefaults& defaults);
+
+// max_tokens for a prompt of `prompt_tokens`; throws the vLLM-worded 400 when it cannot fit.
+int resolve_max_tokens(const CommonParams& p, const GenerationDefaults& defaults, int prompt_tokens,
+                       int max_model_len, bool allow_zero);
+
+}  // namespace dcu::server

@@ -1,0 +1,47 @@
+#pragma once
+// Settings of the HTTP server that come from the command line and the model folder.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dcu::server {
+
+// Sampling defaults of the model (generation_config.json), applied when a request omits a field,
+// like vLLM's `--generation-config auto`.
+struct GenerationDefaults {
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int> top_k;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
+  std::optional<int> max_new_tokens;
+  std::vector<int32_t> eos_token_ids;  // added to every request's stop_token_ids
+};
+
+// Reads <folder>/generation_config.json; a missing file gives empty defaults. Throws dcu::Error on a
+// malformed file.
+GenerationDefaults load_generation_defaults(const std::string& folder);
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8000;                       // 0: an ephemeral port (tests)
+  std::string api_key;                   // empty: no authentication
+  std::vector<std::string> served_model_names;  // the first is reported in responses
+  std::string model_root;                // the model folder, shown as "root" in /v1/models
+  int max_model_len = 0;
+  size_t max_body_bytes = 32u << 20;
+  int header_timeout_seconds = 30;       // to receive a request's header (and idle keep-alive)
+  int body_timeout_seconds = 120;        // to receive its body
+  int write_timeout_seconds = 60;        // for one write to the client
+  int io_threads = 2;
+  int max_logprobs = 20;                 // largest accepted logprobs / top_logprobs
+  std::string reasoning_parser;          // "" | qwen3 | deepseek_r1
+  std::string tool_call_parser;          // "" | hermes | qwen3_coder
+  bool enable_auto_tool_choice = false;
+  GenerationDefaults defaults;
+};
+
+}  // namespace dcu::server

@@ -1,0 +1,253 @@
+// Every GPU op against the CPU reference on random inputs, over the 27B layer shapes, the tiny model's
+// shapes and odd sizes, for each weight dtype. Each suite runs twice: with the device's own warp width
+// and with a 64-lane logical warp (gfx906's wave64; on NVIDIA two warps joined through shared memory).
+// Skips when no GPU is present.
+//
+// Tolerances (max |gpu - cpu| / max(1, max |cpu|)):
+//   exact copies and conversions (embed, gather, KV writes): 0
+//   elementwise, norms, gates, conv: 2e-5 (expf / rsqrt / summation order)
+//   matmul with F32 or BF16 weights: 1e-4 (f32 accumulation in another order; optional cuBLAS path:
+//     activations split into two bf16 parts, tensor-core accumulation)
+//   matmul with F16 weights: 2e-3 (gfx906's v_dot2_f32_f16 rounds activations to f16)
+//   attention_prep: 2e-4 (powf/sincosf ulps times positions up to ~1000)
+//   paged attention, delta rule (outputs and state): 1e-4 (the CPU prefill uses the chunked form)
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "gpu_test_util.h"
+
+namespace dcu::testing {
+namespace {
+
+class GpuOps : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (list_gpu_devices().empty()) GTEST_SKIP() << "no GPU present";
+    gpu = make_gpu_backend(0, GpuBackendOptions{GetParam()});
+  }
+  std::unique_ptr<Backend> gpu;
+  std::mt19937 rng{1234};
+};
+
+float matmul_tolerance(DType w) { return w == DType::F16 ? 2e-3f : 1e-4f; }
+
+TEST_P(GpuOps, Embed) {
+  for (DType dt : {DType::BF16, DType::F16, DType::F32})
+    for (int64_t H : {5120, 77}) {
+      HostTensor table(dt, {1000, H}), ids(DType::I32, {5}), out(DType::F32, {5, H});
+      table.random(rng);
+      for (int i = 0; i < 5; ++i) ids.t.as<int32_t>()[i] = (i * 397 + 11) % 1000;
+      cpu::embed(table.t, ids.t, out.t);
+      DeviceTensor d_table(*gpu, table), d_ids(*gpu, ids), d_out(*gpu, out);
+      gpu->embed(d_table.t, d_ids.t, d_out.t);
+      EXPECT_EQ(relative_error(d_out.floats(), out.floats()), 0.0f) << dtype_name(dt) << " H=" << H;
+    }
+}
+
+TEST_P(GpuOps, RmsNormAndGatedRmsNorm) {
+  for (DType wt : {DType::F32, DType::BF16})
+    for (auto [R, n] : std::vector<std::pair<int64_t, int64_t>>{{5, 5120}, {3, 333}, {48 * 3, 128}}) {
+      HostTensor x(DType::F32, {R, n}), z(DType::F32, {R, n}), w(wt, {n}), out(DType::F32, {R, n});
+      x.random(rng, -3, 3), z.random(rng, -4, 4), w.random(rng, -0.5f, 0.5f);
+      DeviceTensor dx(*gpu, x), dz(*gpu, z), dw(*gpu, w), dout(*gpu, out);
+      for (bool unit : {true, false}) {
+        cpu::rms_norm(x.t, w.t, 1e-6f, unit, out.t);
+        gpu->rms_norm(dx.t, dw.t, 1e-6f, unit, dout.t);
+        EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "rms_norm n=" << n << " unit=" << unit;
+      }
+      cpu::gated_rms_norm(x.t, z.t, w.t, 1e-6f, out.t);
+      gpu->gated_rms_norm(dx.t, dz.t, dw.t, 1e-6f, dout.t);
+      EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "gated_rms_norm n=" << n;
+      // in place, as the model runner calls it for the final norm
+      DeviceTensor dx2(*gpu, x);
+      cpu::rms_norm(x.t, w.t, 1e-6f, true, out.t);
+      gpu->rms_norm(dx2.t, dw.t, 1e-6f, true, dx2.t);
+      EXPECT_LT(relative_error(dx2.floats(), out.floats()), 2e-5f) << "in-place rms_norm n=" << n;
+    }
+}
+
+struct MatmulCase {
+  int64_t T, K, N;
+  DType w;
+};
+
+TEST_P(GpuOps, Matmul) {
+  const std::vector<MatmulCase> cases = {
+      {1, 5120, 17408, DType::BF16},  // 27B gate/up projection, decode
+      {1, 17408, 5120, DType::F16},   // 27B down projection, decode
+      {3, 5120, 6144, DType::F16},    // GDN z projection, a few decode rows
+      {8, 5120, 48, DType::BF16},     // GDN a/b projections
+      {2, 256, 1024, DType::F32},     // tiny model lm_head
+      {5, 77, 33, DType::BF16},       // odd K: scalar GEMV path
+      {17, 5120, 520, DType::BF16},   // tiled path
+      {40, 100, 50, DType::F32},      // tiled, odd sizes
+      {70, 640, 300, DType::BF16},    // CUDA: cuBLAS path
+      {70, 640, 300, DType::F16},
+      {33, 131, 67, DType::F16},      // odd K past the GEMV range
+  };
+  for (const MatmulCase& c : cases) {
+    HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
+    x.random(rng), w.random(rng, -0.1f, 0.1f);
+    cpu::matmul(x.t, w.t, y.t);
+    DeviceTensor dx(*gpu, x), dw(*gpu, w), dy(*gpu, y);
+    gpu->matmul(dx.t, dw.t, dy.t);
+    EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
+        << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w);
+  }
+}
+
+// The optional vendor BLAS path (cuBLAS on CUDA builds; elsewhere the same portable kernels run).
+TEST_P(GpuOps, MatmulWithVendorBlas) {
+  auto blas = make_gpu_backend(0, GpuBackendOptions{GetParam(), true});
+  for (const MatmulCase& c : std::vector<MatmulCase>{{70, 640, 300, DType::BF16}, {300, 5120, 1000, DType::BF16},
+                                                     {33, 131, 67, DType::F16}}) {
+    HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
+    x.random(rng), w.random(rng, -0.1f, 0.1f);
+    cpu::matmul(x.t, w.t, y.t);
+    DeviceTensor dx(*blas, x), dw(*blas, w), dy(*blas, y);
+    blas->matmul(dx.t, dw.t, dy.t);
+    EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
+        << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w);
+  }
+}
+
+TEST_P(GpuOps, ElementwiseAndGather) {
+  for (int64_t n : {int64_t(7) * 17408, int64_t(1001)}) {
+    HostTensor a(DType::F32, {n}), b(DType::F32, {n}), out(DType::F32, {n});
+    a.random(rng, -6, 6), b.random(rng, -6, 6);
+    DeviceTensor da(*gpu, a), db(*gpu, b), dout(*gpu, out);
+    cpu::swiglu(a.t, b.t, out.t);
+    gpu->swiglu(da.t, db.t, dout.t);
+    EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "swiglu n=" << n;
+    HostTensor ref = a;
+    ref.t.data = ref.bytes.data();
+    cpu::sigmoid_mul(ref.t, b.t);
+    gpu->sigmoid_mul(da.t, db.t);
+    EXPECT_LT(relative_error(da.floats(), ref.floats()), 2e-5f) << "sigmoid_mul n=" << n;
+    cpu::add(ref.t, b.t);
+    gpu->add(da.t, db.t);
+    EXPECT_LT(relative_error(da.floats(), ref.floats()), 2e-5f) << "add n=" << n;
+  }
+  HostTensor x(DType::F32, {9, 5120}), rows(DType::I32, {3}), out(DType::F32, {3, 5120});
+  x.random(rng);
+  rows.t.as<int32_t>()[0] = 8, rows.t.as<int32_t>()[1] = 0, rows.t.as<int32_t>()[2] = 4;
+  cpu::gather_rows(x.t, rows.t, out.t);
+  DeviceTensor dx(*gpu, x), drows(*gpu, rows), dout(*gpu, out);
+  gpu->gather_rows(dx.t, drows.t, dout.t);
+  EXPECT_EQ(relative_error(dout.floats(), out.floats()), 0.0f);
+}
+
+struct AttnShape {
+  int nh, nkv, d, rotary;
+};
+const std::vector<AttnShape> kAttnShapes = {{24, 4, 256, 64}, {4, 2, 64, 16}, {6, 1, 80, 20}};
+
+TEST_P(GpuOps, AttentionPrep) {
+  for (const AttnShape& s : kAttnShapes) {
+    TestBatch batch(*gpu, {{0, 4}, {900, 1}, {37, 2}}, 16, 128, 4, rng);
+    const int64_t T = batch.host.num_tokens();
+    HostTensor qg(DType::F32, {T, s.nh, 2 * s.d}), k(DType::F32, {T, s.nkv, s.d}), qn(DType::BF16, {s.d}),
+        kn(DType::BF16, {s.d}), q(DType::F32, {T, s.nh, s.d}), gate(DType::F32, {T, s.nh, s.d});
+    qg.random(rng, -2, 2), k.random(rng, -2, 2), qn.random(rng, -0.3f, 0.3f), kn.random(rng, -0.3f, 0.3f);
+    DeviceTensor dqg(*gpu, qg), dk(*gpu, k), dqn(*gpu, qn), dkn(*gpu, kn), dq(*gpu, q), dgate(*gpu, gate);
+    const RopeParams rope{s.rotary, 1e7f};
+    cpu::attention_prep(qg.t, k.t, qn.t, kn.t, 1e-6f, rope, batch.host_layout, q.t, gate.t);
+    gpu->attention_prep(dqg.t, dk.t, dqn.t, dkn.t, 1e-6f, rope, batch.device_layout, dq.t, dgate.t);
+    EXPECT_LT(relative_error(dq.floats(), q.floats()), 2e-4f) << "q, nh=" << s.nh;
+    EXPECT_LT(relative_error(dk.floats(), k.floats()), 2e-4f) << "k, nh=" << s.nh;
+    EXPECT_EQ(relative_error(dgate.floats(), gate.floats()), 0.0f) << "gate, nh=" << s.nh;
+  }
+}
+
+// Writes the step's K/V through the op under test, then attends over caches whose earlier positions
+// hold random values (identical on both sides).
+void check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, std::mt19937& rng) {
+  const int bs = 16, blocks = 160;
+  TestBatch batch(gpu, {{700, 1}, {0, 37}, {300, 5}, {15, 1}}, bs, blocks, 4, rng);
+  const int64_t T = batch.host.num_tokens();
+  HostTensor kc(DType::F32, {blocks, bs, s.nkv, s.d}), vc(DType::F32, {blocks, bs, s.nkv, s.d});
+  kc.random(rng, -2, 2), vc.random(rng, -2, 2);
+  if (cache_type != DType::F32) {  // the CPU side sees exactly the values the 16-bit cache can hold
+    for (HostTensor* c : {&kc, &vc})
+      for (int64_t i = 0; i < c->t.numel(); ++i)
+        c->set(i, cache_type == DType::F16 ? f16_to_f32(f32_to_f16(c->get(i))) : bf16_to_f32(f32_to_bf16(c->get(i))));
+  }
+  HostTensor kc_dev(cache_type, {blocks, bs, s.nkv, s.d}), vc_dev(cache_type, {blocks, bs, s.nkv, s.d});
+  for (int64_t i = 0; i < kc.t.numel(); ++i) kc_dev.set(i, kc.get(i)), vc_dev.set(i, vc.get(i));
+  HostTensor k(DType::F32, {T, s.nkv, s.d}), v(DType::F32, {T, s.nkv, s.d}), q(DType::F32, {T, s.nh, s.d}),
+      out(DType::F32, {T, s.nh, s.d});
+  k.random(rng, -2, 2), v.random(rng, -2, 2), q.random(rng, -2, 2);
+  if (cache_type != DType::F32)
+    for (HostTensor* c : {&k, &v})
+      for (int64_t i = 0; i < c->t.numel(); ++i)
+        c->set(i, cache_type == DType::F16 ? f16_to_f32(f32_to_f16(c->get(i))) : bf16_to_f32(f32_to_bf16(c->get(i))));
+  DeviceTensor dkc(gpu, kc_dev), dvc(gpu, vc_dev), dk(gpu, k), dv(gpu, v), dq(gpu, q), dout(gpu, out);
+  PagedKv cpu_cache{kc.t, vc.t, bs}, gpu_cache{dkc.t, dvc.t, bs};
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  cpu::kv_cache_write(k.t, v.t, batch.host_layout, cpu_cache);
+  cpu::paged_attention(q.t, cpu_cache, batch.host_layout, scale, out.t);
+  gpu.kv_cache_write(dk.t, dv.t, batch.device_layout, gpu_cache);
+  gpu.paged_attention(dq.t, gpu_cache, batch.device_layout, scale, dout.t);
+  EXPECT_EQ(relative_error(dkc.floats(), kc.floats()), 0.0f) << "k cache " << dtype_name(cache_type);
+  EXPECT_EQ(relative_error(dvc.floats(), vc.floats()), 0.0f) << "v cache " << dtype_name(cache_type);
+  EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f)
+      << "attention nh=" << s.nh << " nkv=" << s.nkv << " d=" << s.d << " " << dtype_name(cache_type);
+}
+
+TEST_P(GpuOps, KvCacheWriteAndPagedAttention) {
+  for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::F32, rng);
+  check_paged_attention(*gpu, kAttnShapes[0], DType::F16, rng);
+  check_paged_attention(*gpu, kAttnShapes[1], DType::BF16, rng);
+}
+
+TEST_P(GpuOps, GdnConvAndGates) {
+  for (auto [C, Kc] : std::vector<std::pair<int64_t, int>>{{10240, 4}, {192, 4}, {77, 3}}) {
+    TestBatch batch(*gpu, {{0, 7}, {12, 1}, {40, 3}}, 16, 16, 5, rng);
+    const int64_t T = batch.host.num_tokens();
+    HostTensor mixed(DType::F32, {T, C}), w(DType::BF16, {C, Kc}), state(DType::F32, {5, C, Kc - 1}),
+        out(DType::F32, {T, C});
+    mixed.random(rng, -2, 2), w.random(rng, -0.5f, 0.5f), state.random(rng, -2, 2);
+    DeviceTensor dmixed(*gpu, mixed), dw(*gpu, w), dstate(*gpu, state), dout(*gpu, out);
+    GdnState cs{state.t, {}}, gs{dstate.t, {}};
+    cpu::gdn_conv(mixed.t, w.t, cs, batch.host_layout, out.t);
+    gpu->gdn_conv(dmixed.t, dw.t, gs, batch.device_layout, dout.t);
+    EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "conv C=" << C;
+    EXPECT_EQ(relative_error(dstate.floats(), state.floats()), 0.0f) << "conv state C=" << C;
+  }
+  for (DType pt : {DType::F32, DType::BF16}) {
+    const int64_t T = 7, Hv = 48;
+    HostTensor a(DType::F32, {T, Hv}), b(DType::F32, {T, Hv}), alog(pt, {Hv}), bias(pt, {Hv}), g(DType::F32, {T, Hv}),
+        beta(DType::F32, {T, Hv});
+    a.random(rng, -30, 30), b.random(rng, -8, 8), alog.random(rng, -2, 2), bias.random(rng, -1, 1);
+    DeviceTensor da(*gpu, a), db(*gpu, b), dalog(*gpu, alog), dbias(*gpu, bias), dg(*gpu, g), dbeta(*gpu, beta);
+    cpu::gdn_gates(a.t, b.t, alog.t, bias.t, g.t, beta.t);
+    gpu->gdn_gates(da.t, db.t, dalog.t, dbias.t, dg.t, dbeta.t);
+    EXPECT_LT(relative_error(dg.floats(), g.floats()), 2e-5f) << dtype_name(pt);
+    EXPECT_LT(relative_error(dbeta.floats(), beta.floats()), 2e-5f) << dtype_name(pt);
+  }
+}
+
+TEST_P(GpuOps, GdnDeltaRule) {
+  const std::vector<GdnDims> shapes = {{16, 48, 128, 128, 4}, {2, 6, 32, 32, 4}, {3, 6, 40, 24, 4}};
+  for (const GdnDims& dims : shapes) {
+    TestBatch batch(*gpu, {{10, 1}, {0, 20}, {5, 70}, {0, 1}}, 16, 32, 6, rng);
+    const int64_t T = batch.host.num_tokens(), C = dims.conv_channels(), Hv = dims.num_value_heads;
+    HostTensor qkv(DType::F32, {T, C}), g(DType::F32, {T, Hv}), beta(DType::F32, {T, Hv}),
+        state(DType::F32, {6, Hv, dims.key_dim, dims.value_dim}), out(DType::F32, {T, Hv, dims.value_dim});
+    qkv.random(rng, -1, 1), g.random(rng, -0.7f, 0.0f), beta.random(rng, 0.0f, 1.0f), state.random(rng, -0.5f, 0.5f);
+    DeviceTensor dqkv(*gpu, qkv), dg(*gpu, g), dbeta(*gpu, beta), dstate(*gpu, state), dout(*gpu, out);
+    GdnState cs{{}, state.t}, gs{{}, dstate.t};
+    cpu::gdn_delta_rule(qkv.t, g.t, beta.t, dims, cs, batch.host_layout, out.t);
+    gpu->gdn_delta_rule(dqkv.t, dg.t, dbeta.t, dims, gs, batch.device_layout, dout.t);
+    EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f) << "out Hv=" << Hv << " dk=" << dims.key_dim;
+    EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f) << "state Hv=" << Hv << " dk=" << dims.key_dim;
+  }
+}
+
+// 0: the device's own warp width; 64: the wave64 code paths (gfx906's width) on any GPU.
+INSTANTIATE_TEST_SUITE_P(Lanes, GpuOps, ::testing::Values(0, 64),
+                         [](const auto& info) { return info.param == 0 ? std::string("native") : std::string("wave64"); });
+
+}  // namespace
+}  // namespace dcu::testing

@@ -1,0 +1,160 @@
+// End-to-end: the official `openai` Node client against the real `dcuserve serve` on the demo model.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { modelDir, startServer } from './server.mjs';
+
+// Greedy answers of Hugging Face transformers (float32) for the demo model's chat prompts.
+const reference = JSON.parse(fs.readFileSync(path.join(modelDir, 'reference.json'), 'utf8'));
+
+describe('dcuserve serve (no api key, qwen3 reasoning parser, hermes tools)', () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer(['--reasoning-parser', 'qwen3', '--tool-call-parser', 'hermes',
+                                '--enable-auto-tool-choice']);
+    client = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    const { code } = await server.stop();
+    assert.equal(code, 0, 'clean exit on SIGTERM');
+  });
+
+  test('models', async () => {
+    const models = await client.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), ['demo']);
+  });
+
+  test('completion from token ids reproduces the reference greedy answer', async () => {
+    const chat = reference.chats[0];
+    const r = await client.completions.create({
+      model: 'demo', prompt: chat.ids, max_tokens: chat.greedy_ids.length, temperature: 0,
+    });
+    assert.equal(r.choices[0].text, chat.greedy_text.replace('<|im_end|>', ''));
+    assert.equal(r.usage.prompt_tokens, chat.ids.length);
+    assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+    assert.match(r.id, /^cmpl-/);
+  });
+
+  test('completion streaming equals non-streaming (greedy), with usage', async () => {
+    const req = { model: 'demo', prompt: 'Define compiler.', max_tokens: 12, temperature: 0 };
+    const whole = await client.completions.create(req);
+    const stream = await client.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let usage = null;
+    let finish = null;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        text += c.text;
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(text, whole.choices[0].text);
+    assert.equal(finish, whole.choices[0].finish_reason);
+    assert.deepEqual(usage, whole.usage);
+  });
+
+  test('echo with logprobs gives prompt logprobs (lm-eval loglikelihood)', async () => {
+    const r = await client.completions.create({
+      model: 'demo', prompt: 'The cat sat', max_tokens: 1, temperature: 0, echo: true, logprobs: 1,
+    });
+    const lp = r.choices[0].logprobs;
+    assert.ok(r.choices[0].text.startsWith('The cat sat'));
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.tokens.length, r.usage.prompt_tokens + 1);
+    for (const v of lp.token_logprobs.slice(1)) assert.ok(v <= 0);
+  });
+
+  test('chat matches the reference, thinking split into reasoning_content', async () => {
+    const chat = reference.chats[1];
+    const r = await client.chat.completions.create({
+      model: 'demo', messages: chat.messages, max_completion_tokens: chat.greedy_ids.length, temperature: 0,
+    });
+    const m = r.choices[0].message;
+    const answer = chat.greedy_text.split('</think>')[1].replace('<|im_end|>', '').trim();
+    assert.equal((m.content || '').trim(), answer);
+    assert.equal(r.usage.prompt_tokens, chat.ids.length);
+    assert.match(r.id, /^chatcmpl-/);
+  });
+
+  test('chat streaming equals non-streaming', async () => {
+    const req = { model: 'demo', messages: [{ role: 'user', content: 'Tell me a riddle.' }], max_tokens: 20,
+                  temperature: 0, chat_template_kwargs: { enable_thinking: false } };
+    const whole = await client.chat.completions.create(req);
+    const stream = await client.chat.completions.create({ ...req, stream: true });
+    let content = '';
+    let role = null;
+    for await (const chunk of stream) {
+      const d = chunk.choices[0]?.delta ?? {};
+      if (d.role) role = d.role;
+      content += d.content ?? '';
+    }
+    assert.equal(role, 'assistant');
+    assert.equal(content, whole.choices[0].message.content ?? '');
+  });
+
+  test('chat logprobs', async () => {
+    const r = await client.chat.completions.create({
+      model: 'demo', messages: [{ role: 'user', content: 'Define tree.' }], max_tokens: 5, temperature: 0,
+      logprobs: true, top_logprobs: 3,
+    });
+    const content = r.choices[0].logprobs.content;
+    assert.equal(content.length, r.usage.completion_tokens);
+    for (const t of content) {
+      assert.equal(t.top_logprobs.length, 3);
+      assert.ok(t.logprob <= 0);
+      assert.ok(t.top_logprobs[0].logprob >= t.logprob - 1e-4, 'greedy picks the most likely token');
+    }
+  });
+
+  test('tools with auto tool choice are accepted', async () => {
+    const r = await client.chat.completions.create({
+      model: 'demo', messages: [{ role: 'user', content: 'What is the weather in Paris?' }], max_tokens: 16,
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object',
+        properties: { city: { type: 'string' } } } } }],
+    });
+    assert.ok(['stop', 'length', 'tool_calls'].includes(r.choices[0].finish_reason));
+  });
+
+  test('stop strings end the text', async () => {
+    const r = await client.completions.create({ model: 'demo', prompt: 'Define compiler.', max_tokens: 40,
+                                                temperature: 0, stop: [' '] });
+    assert.ok(!r.choices[0].text.includes(' '));
+  });
+
+  test('errors have OpenAI shape and status', async () => {
+    await assert.rejects(client.completions.create({ model: 'demo', prompt: 'x', temperature: 5 }),
+      (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'temperature');
+    await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }),
+      (e) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(client.completions.create({ model: 'demo', prompt: 'x'.repeat(100), max_tokens: 10_000_000 }),
+      (e) => e.status === 400 && /maximum context length/.test(e.message));
+    await assert.rejects(client.chat.completions.create({ model: 'demo', messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_object' } }), (e) => e.status === 400);
+  });
+
+  test('metrics, health, tokenize', async () => {
+    assert.equal((await fetch(server.url('/health'))).status, 200);
+    const metrics = await (await fetch(server.url('/metrics'))).text();
+    assert.match(metrics, /vllm:generation_tokens_total\{model_name="demo"\} [1-9]/);
+    const tok = await (await fetch(server.url('/tokenize'), { method: 'POST', body: JSON.stringify(
+      { messages: reference.chats[0].messages }) })).json();
+    assert.deepEqual(tok.tokens, reference.chats[0].ids);
+  });
+});
+
+describe('dcuserve serve --api-key', () => {
+  let server;
+  before(async () => { server = await startServer(['--api-key', 'sekrit']); });
+  after(async () => { await server.stop(); });
+
+  test('requests need the key', async () => {
+    const bad = new OpenAI({ baseURL: server.baseURL, apiKey: 'wrong', maxRetries: 0 });
+    await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+    const good = new OpenAI({ baseURL: server.baseURL, apiKey: 'sekrit', maxRetries: 0 });
+    assert.equal((await good.models.list()).data[0].id, 'demo');
+  });
+});

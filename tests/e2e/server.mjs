@@ -1,0 +1,40 @@
+// Starts the real `dcuserve serve` on an ephemeral port and stops it. DCUSERVE_BIN: the executable;
+// DCUSERVE_MODEL: the model folder (default: models/dcuserve-demo under the repository root).
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const modelDir = process.env.DCUSERVE_MODEL || path.join(repoRoot, 'models/dcuserve-demo');
+
+export async function startServer(extraArgs = []) {
+  const bin = process.env.DCUSERVE_BIN;
+  if (!bin) throw new Error('set DCUSERVE_BIN to the dcuserve executable');
+  const args = ['serve', '--model', modelDir, '--served-model-name', 'demo', '--host', '127.0.0.1', '--port', '0',
+                '--device', process.env.DCUSERVE_DEVICE || 'cpu', ...extraArgs];
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in 120 s:\n${log}`)), 120_000);
+    const onData = (chunk) => {
+      log += chunk.toString();
+      const m = log.match(/on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return {
+    port,
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    url: (p) => `http://127.0.0.1:${port}${p}`,
+    log: () => log,
+    // SIGTERM must give a clean exit 0.
+    async stop() {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,363 @@
+// The server over real sockets on 127.0.0.1 (ephemeral port) against the FakeEngine.
+#include "server/http_server.h"
+
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fake_engine.h"
+#include "http_test_client.h"
+#include "server/text_adapter.h"
+
+namespace dcu::server::testing {
+namespace {
+
+using nlohmann::json;
+namespace net = boost::asio;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void start(std::vector<int32_t> script, ServerConfig cfg = {}, const ModelText* text = nullptr) {
+    engine_ = std::make_unique<FakeEngine>(std::move(script), text ? 4096 : 256);
+    cfg.port = 0;
+    cfg.served_model_names = {"test-model"};
+    cfg.max_body_bytes = 8192;
+    cfg.defaults.eos_token_ids = {kImEnd};
+    config_ = cfg;
+    metrics_ = std::make_unique<Metrics>("test-model");
+    ctx_ = std::make_unique<ServerContext>(ServerContext{*engine_, text ? *text : text_, *metrics_, config_});
+    server_ = std::make_unique<HttpServer>(*ctx_);
+    port_ = server_->listen();
+    runner_ = std::thread([this] { server_->run(false); });
+  }
+  void TearDown() override {
+    if (server_) {
+      server_->stop();
+      runner_.join();
+    }
+    engine_.reset();  // no more callbacks, then the server goes
+    server_.reset();
+  }
+  Reply post(const std::string& target, const json& body, const std::string& auth = "") {
+    return call(port_, "POST", target, body.dump(), auth);
+  }
+
+  ByteText text_;
+  ServerConfig config_;
+  std::unique_ptr<FakeEngine> engine_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread runner_;
+  int port_ = 0;
+};
+
+TEST_F(ServerTest, CompletionNonStreaming) {
+  start(byte_ids("Hello world"));
+  auto r = post("/v1/completions", {{"model", "test-model"}, {"prompt", "Hi"}, {"max_tokens", 5}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = r.json();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(j["model"], "test-model");
+  EXPECT_EQ(j["choices"][0]["text"], "Hello");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 2}, {"total_tokens", 7}, {"completion_tokens", 5}}));
+  ASSERT_EQ(engine_->submitted().size(), 1u);
+  EXPECT_EQ(engine_->submitted()[0].prompt, byte_ids("Hi"));
+  EXPECT_EQ(engine_->submitted()[0].sampling.max_tokens, 5);
+}
+
+TEST_F(ServerTest, StopStringCancelsTheEngineRequest) {
+  start(byte_ids("Hello world, again"));
+  auto j = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 50}, {"stop", {"wor", "zzz"}}}).json();
+  EXPECT_EQ(j["choices"][0]["text"], "Hello ");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 9);  // the tokens up to the end of "wor"
+  EXPECT_TRUE(engine_->wait_cancelled(1));
+}
+
+TEST_F(ServerTest, EosTokenFromGenerationConfigStops) {
+  std::vector<int32_t> script = byte_ids("Hey");
+  script.push_back(kImEnd);
+  start(script);
+  auto j = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 50}}).json();
+  EXPECT_EQ(j["choices"][0]["text"], "Hey");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  j = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4}, {"skip_special_tokens", false}}).json();
+  EXPECT_EQ(j["choices"][0]["text"], "Hey<|im_end|>");
+}
+
+TEST_F(ServerTest, CompletionStreamingMatchesNonStreaming) {
+  start(byte_ids("Hello world"));
+  json req = {{"prompt", {"Hi", "Yo"}}, {"max_tokens", 8}, {"n", 2}};
+  auto whole = post("/v1/completions", req).json();
+  req["stream"] = true;
+  req["stream_options"] = {{"include_usage", true}};
+  auto r = post("/v1/completions", req);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/event-stream");
+  EXPECT_EQ(r.transfer_encoding, "chunked");
+  auto sse = split_sse(r.body);
+  EXPECT_TRUE(sse.done);
+  std::map<int, std::string> text, reason;
+  for (const auto& e : sse.events) {
+    for (const auto& c : e["choices"]) {
+      text[c["index"]] += c["text"].get<std::string>();
+      if (!c["finish_reason"].is_null()) reason[c["index"]] = c["finish_reason"];
+    }
+  }
+  ASSERT_EQ(whole["choices"].size(), 4u);
+  for (const auto& c : whole["choices"]) {
+    EXPECT_EQ(text[c["index"]], c["text"]);
+    EXPECT_EQ(reason[c["index"]], c["finish_reason"]);
+  }
+  const auto& last = sse.events.back();
+  EXPECT_TRUE(last["choices"].empty());
+  EXPECT_EQ(last["usage"], whole["usage"]);
+  EXPECT_EQ(whole["usage"]["prompt_tokens"], 4);  // each prompt once, whatever n
+}
+
+TEST_F(ServerTest, EchoWithPromptLogprobs) {
+  start(byte_ids("xyz"));
+  auto j = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}}).json();
+  ASSERT_EQ(engine_->submitted().size(), 1u);
+  EXPECT_EQ(engine_->submitted()[0].sampling.prompt_logprobs, 1);
+  const auto& c = j["choices"][0];
+  EXPECT_EQ(c["text"], "abc");
+  EXPECT_EQ(c["logprobs"]["tokens"], json({"a", "b", "c"}));
+  EXPECT_TRUE(c["logprobs"]["token_logprobs"][0].is_null());
+  EXPECT_DOUBLE_EQ(c["logprobs"]["token_logprobs"][1].get<double>(), -0.5);
+  EXPECT_EQ(c["logprobs"]["text_offset"], json({0, 1, 2}));
+  j = post("/v1/completions", {{"prompt", "ab"}, {"max_tokens", 2}, {"echo", true}, {"logprobs", 0}}).json();
+  EXPECT_EQ(j["choices"][0]["text"], "abxy");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"], json({"a", "b", "x", "y"}));
+}
+
+TEST_F(ServerTest, ChatStreamingAndNot) {
+  start(byte_ids("Fine."));
+  json req = {{"messages", {{{"role", "user"}, {"content", "How are you?"}}}}, {"max_completion_tokens", 5},
+              {"logprobs", true}, {"top_logprobs", 2}};
+  auto whole = post("/v1/chat/completions", req).json();
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Fine.");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(whole["choices"][0]["logprobs"]["content"].size(), 5u);
+  EXPECT_EQ(whole["choices"][0]["logprobs"]["content"][0]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(whole["choices"][0]["logprobs"]["content"][0]["bytes"], json({int('F')}));
+  // The prompt is what the chat template renders.
+  EXPECT_EQ(engine_->submitted()[0].prompt, text_.encode("user: How are you?<|im_end|>\nassistant: "));
+
+  req["stream"] = true;
+  auto sse = split_sse(post("/v1/chat/completions", req).body);
+  ASSERT_TRUE(sse.done);
+  ASSERT_GE(sse.events.size(), 2u);
+  EXPECT_EQ(sse.events[0]["object"], "chat.completion.chunk");
+  EXPECT_EQ(sse.events[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string content;
+  for (const auto& e : sse.events) content += e["choices"][0]["delta"].value("content", "");
+  EXPECT_EQ(content, "Fine.");
+  EXPECT_EQ(sse.events.back()["choices"][0]["finish_reason"], "length");
+}
+
+TEST_F(ServerTest, ChatErrors) {
+  start(byte_ids("x"));
+  auto r = post("/v1/chat/completions", {{"messages", {{{"role", "developer"}, {"content", "x"}}}}});
+  EXPECT_EQ(r.status, 400);  // the template refused it
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("chat template"), std::string::npos);
+  json tools = {{{"type", "function"}, {"function", {{"name", "f"}}}}};
+  r = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", tools}});
+  EXPECT_EQ(r.status, 400);  // auto needs --enable-auto-tool-choice
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--enable-auto-tool-choice"), std::string::npos);
+  r = post("/v1/chat/completions",
+           {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", tools}, {"tool_choice", "none"}, {"max_tokens", 1}});
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(ServerTest, ErrorStatusesAndShapes) {
+  start(byte_ids("x"));
+  auto r = post("/v1/completions", {{"model", "other"}, {"prompt", "x"}});
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.json()["error"]["message"], "The model `other` does not exist.");
+  r = call(port_, "GET", "/v1/nothing");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_TRUE(r.json()["error"].contains("message"));
+  EXPECT_EQ(call(port_, "GET", "/v1/completions").status, 405);
+  EXPECT_EQ(call(port_, "DELETE", "/v1/models").status, 405);
+  r = call(port_, "POST", "/v1/completions", "{\"prompt\": ");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["type"], "invalid_request_error");
+  r = call(port_, "POST", "/v1/completions", json{{"prompt", std::string(10000, 'a')}}.dump());
+  EXPECT_EQ(r.status, 413);
+  r = post("/v1/completions", {{"prompt", std::string(300, 'a')}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["message"],
+            "This model's maximum context length is 256 tokens. However, your request has 300 input tokens. Please "
+            "reduce the length of the input messages.");
+  r = post("/v1/completions", {{"prompt", {1, 2, 999}}});
+  EXPECT_EQ(r.status, 400);  // out of vocabulary
+}
+
+TEST_F(ServerTest, ApiKeyProtectsV1Only) {
+  ServerConfig cfg;
+  cfg.api_key = "sekrit";
+  start(byte_ids("x"), cfg);
+  EXPECT_EQ(call(port_, "GET", "/v1/models").status, 401);
+  EXPECT_EQ(call(port_, "GET", "/v1/models", "", "Bearer wrong").status, 401);
+  EXPECT_EQ(call(port_, "GET", "/v1/models", "", "sekrit").status, 401);
+  EXPECT_EQ(call(port_, "GET", "/v1/models", "", "Bearer sekrit").status, 200);
+  EXPECT_EQ(call(port_, "GET", "/health").status, 200);
+}
+
+TEST_F(ServerTest, QueueFullGives503WithRetryAfter) {
+  start(byte_ids("x"));
+  engine_->set_max_active(0);
+  auto r = post("/v1/completions", {{"prompt", "x"}});
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.retry_after, "3");
+  EXPECT_EQ(r.json()["error"]["message"], "the waiting queue is full");
+}
+
+TEST_F(ServerTest, ModelsHealthVersionTokenize) {
+  start(byte_ids("x"));
+  auto models = call(port_, "GET", "/v1/models").json();
+  EXPECT_EQ(models["data"][0]["id"], "test-model");
+  EXPECT_EQ(models["data"][0]["max_model_len"], 256);
+  EXPECT_EQ(call(port_, "GET", "/health").status, 200);
+  EXPECT_TRUE(call(port_, "GET", "/version").json().contains("version"));
+  auto t = post("/tokenize", {{"prompt", "ab<|im_end|>"}}).json();
+  EXPECT_EQ(t["tokens"], json({'a', 'b', kImEnd}));
+  EXPECT_EQ(t["count"], 3);
+  t = post("/tokenize", {{"messages", {{{"role", "user"}, {"content", "q"}}}}}).json();
+  EXPECT_EQ(t["tokens"], json(text_.encode("user: q<|im_end|>\nassistant: ")));
+  EXPECT_EQ(post("/detokenize", {{"tokens", {'h', 'i'}}}).json()["prompt"], "hi");
+  EXPECT_EQ(post("/detokenize", {{"tokens", {'h', 5000}}}).status, 400);
+}
+
+TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  start(byte_ids("abc"));
+  net::io_context ioc;
+  boost::beast::tcp_stream stream(ioc);
+  stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+  for (int i = 0; i < 3; ++i) {
+    auto r = send_request(stream, "POST", "/v1/completions", json{{"prompt", "x"}, {"max_tokens", 2}}.dump());
+    EXPECT_EQ(r.json()["choices"][0]["text"], "ab");
+    r = send_request(stream, "POST", "/v1/completions",
+                     json{{"prompt", "x"}, {"max_tokens", 2}, {"stream", true}}.dump());
+    EXPECT_TRUE(split_sse(r.body).done);
+  }
+}
+
+// Opens a raw connection and sends a streaming request; returns the socket.
+net::ip::tcp::socket open_stream(net::io_context& ioc, int port, const json& body) {
+  net::ip::tcp::socket s(ioc);
+  s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  const std::string text = body.dump();
+  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+  net::write(s, net::buffer(req));
+  return s;
+}
+
+TEST_F(ServerTest, DisconnectMidStreamCancels) {
+  start(byte_ids("abcdefgh"));
+  net::io_context ioc;
+  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
+  std::string got;
+  char buf[512];
+  while (got.find("data: ") == std::string::npos) got.append(buf, s.read_some(net::buffer(buf)));
+  s.close();
+  EXPECT_TRUE(engine_->wait_cancelled(1));
+  EXPECT_EQ(engine_->cancelled_count(), 1u);
+}
+
+TEST_F(ServerTest, DisconnectBeforeFirstTokenCancels) {
+  start(byte_ids("abc"));
+  engine_->set_paused(true);
+  for (bool stream : {true, false}) {
+    net::io_context ioc;
+    auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
+    ASSERT_TRUE(engine_->wait_submitted(stream ? 1 : 2));
+    s.close();
+    EXPECT_TRUE(engine_->wait_cancelled(stream ? 1 : 2)) << "stream=" << stream;
+  }
+}
+
+TEST_F(ServerTest, SixtyFourConcurrentStreams) {
+  start(byte_ids("0123456789"));
+  std::vector<std::future<std::string>> results;
+  for (int i = 0; i < 64; ++i)
+    results.push_back(std::async(std::launch::async, [this] {
+      auto r = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 30}, {"stream", true}});
+      auto sse = split_sse(r.body);
+      std::string text;
+      for (const auto& e : sse.events) text += e["choices"][0]["text"].get<std::string>();
+      return sse.done ? text : std::string("<no [DONE]>");
+    }));
+  for (auto& f : results) EXPECT_EQ(f.get(), "012345678901234567890123456789");
+}
+
+TEST_F(ServerTest, GarbageDoesNotCrash) {
+  start(byte_ids("x"));
+  for (std::string junk : {std::string("GARBAGE\r\n\r\n"), std::string("POST / HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
+                           std::string(70000, 'A'), std::string("\0\1\2\r\n\r\n", 7)}) {
+    net::io_context ioc;
+    net::ip::tcp::socket s(ioc);
+    s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+    boost::system::error_code ec;
+    net::write(s, net::buffer(junk), ec);
+    char buf[4096];
+    std::string reply;
+    for (size_t n; (n = s.read_some(net::buffer(buf), ec)) > 0 && !ec;) reply.append(buf, n);
+    if (!reply.empty()) EXPECT_EQ(reply.rfind("HTTP/1.1 4", 0), 0u) << reply;
+  }
+  EXPECT_EQ(call(port_, "GET", "/health").status, 200);  // still serving
+}
+
+TEST_F(ServerTest, StopCancelsInFlightRequests) {
+  start(byte_ids("abc"));
+  engine_->set_paused(true);
+  net::io_context ioc;
+  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}});
+  ASSERT_TRUE(engine_->wait_submitted(1));
+  server_->stop();
+  runner_.join();  // run() returns
+  server_.reset();
+  EXPECT_TRUE(engine_->wait_cancelled(1));
+}
+
+TEST_F(ServerTest, MetricsCountRequests) {
+  start(byte_ids("abc"));
+  post("/v1/completions", {{"prompt", "xy"}, {"max_tokens", 3}});
+  auto m = call(port_, "GET", "/metrics");
+  EXPECT_EQ(m.content_type.rfind("text/plain", 0), 0u);
+  EXPECT_NE(m.body.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(m.body.find("vllm:prompt_tokens_total{model_name=\"test-model\"} 2\n"), std::string::npos);
+  EXPECT_NE(m.body.find("vllm:generation_tokens_total{model_name=\"test-model\"} 3\n"), std::string::npos);
+  EXPECT_NE(m.body.find("vllm:time_to_first_token_seconds_count{model_name=\"test-model\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.body.find("vllm:kv_cache_usage_perc{model_name=\"test-model\"} 0.25\n"), std::string::npos);
+}
+
+// The real text layer on the demo model, checked against Hugging Face's rendering and decoding
+// (models/dcuserve-demo/reference.json).
+TEST_F(ServerTest, DemoModelTextMatchesHuggingFace) {
+  std::ifstream in("models/dcuserve-demo/reference.json");
+  ASSERT_TRUE(in.good());
+  const json chat = json::parse(in)["chats"][1];
+  auto text = load_model_text("models/dcuserve-demo", {});
+  start(chat["greedy_ids"].get<std::vector<int32_t>>(), {}, text.get());
+  auto t = post("/tokenize", {{"messages", chat["messages"]}}).json();
+  EXPECT_EQ(t["tokens"], chat["ids"]);
+  auto r = post("/v1/chat/completions", {{"messages", chat["messages"]}, {"max_tokens", chat["greedy_ids"].size()},
+                                          {"skip_special_tokens", false}}).json();
+  EXPECT_EQ(engine_->submitted()[0].prompt, chat["ids"].get<std::vector<int32_t>>());
+  EXPECT_EQ(r["choices"][0]["message"]["content"], chat["greedy_text"]);
+}
+
+}  // namespace
+}  // namespace dcu::server::testing

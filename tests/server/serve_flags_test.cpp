@@ -1,0 +1,84 @@
+// `dcuserve serve` flag parsing: vLLM's flags reach EngineOptions and the server settings. create_engine
+// is replaced by a stub that records the options and stops the command before any model loads.
+#include <CLI/CLI.hpp>
+#include <gtest/gtest.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "engine/engine_factory.h"
+
+namespace dcu {
+
+namespace {
+std::optional<EngineOptions> g_options;
+struct StopHere {};
+}  // namespace
+
+std::unique_ptr<Engine> create_engine(const EngineOptions& options) {
+  g_options = options;
+  throw StopHere{};
+}
+
+namespace {
+
+// Parses `line` after "dcuserve serve"; true when it reached create_engine.
+bool parse(const std::vector<std::string>& line) {
+  g_options.reset();
+  CLI::App app;
+  add_serve_command(app);
+  std::vector<std::string> args = line;
+  args.insert(args.begin(), "serve");
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector in reverse order
+  try {
+    app.parse(args);
+  } catch (const StopHere&) {
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST(ServeFlags, TheSeedLineParses) {
+  ASSERT_TRUE(parse(split(
+      "--model models/dcuserve-demo --tensor-parallel-size 4 --dtype bfloat16 --max-model-len 1024 "
+      "--gpu-memory-utilization 0.96 --enforce-eager --max-num-seqs 1 --port 8000 --host 0.0.0.0 "
+      "--skip-mm-profiling --kv-cache-memory-bytes 1073741824")));
+  EXPECT_EQ(g_options->tensor_parallel_size, 4);
+  EXPECT_EQ(g_options->dtype, "bfloat16");
+  EXPECT_EQ(g_options->max_model_len, 1024);
+  EXPECT_DOUBLE_EQ(g_options->gpu_memory_utilization, 0.96);
+  EXPECT_EQ(g_options->max_num_seqs, 1);
+  EXPECT_EQ(g_options->kv_cache_memory_bytes, 1073741824);
+  EXPECT_EQ(g_options->model_dir, "models/dcuserve-demo");
+}
+
+TEST(ServeFlags, EqualsFormAndDefaults) {
+  ASSERT_TRUE(parse({"--model=models/dcuserve-demo", "--max-num-seqs=3", "--seed=7", "--device=cpu",
+                     "--max-num-batched-tokens=512", "--served-model-name", "a", "b"}));
+  EXPECT_EQ(g_options->max_num_seqs, 3);
+  EXPECT_EQ(g_options->seed, 7u);
+  EXPECT_EQ(g_options->device, "cpu");
+  EXPECT_EQ(g_options->max_num_batched_tokens, 512);
+  EXPECT_FALSE(g_options->kv_cache_memory_bytes.has_value());
+  ASSERT_TRUE(parse({}));  // the bundled demo model, found from the repository root
+  EXPECT_NE(g_options->model_dir.find("dcuserve-demo"), std::string::npos);
+}
+
+TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--no-such-flag"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--port", "70000"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--dtype", "int3"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--reasoning-parser", "nope"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--gpu-memory-utilization", "1.5"}), CLI::ParseError);
+  // Auto tool choice without a parser is refused before the engine starts.
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--enable-auto-tool-choice"}), Error);
+}
+
+}  // namespace
+}  // namespace dcu
