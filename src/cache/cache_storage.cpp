@@ -27,10 +27,11 @@ size_t CacheStorage::bytes_needed(const ModelConfig& config, const CacheShape& s
 CacheStorage::CacheStorage(Backend& backend, const ModelConfig& c, const CacheShape& shape)
     : backend_(backend), shape_(shape), kv_(size_t(c.num_layers)), state_(size_t(c.num_layers)) {
   LayerBytes b = layer_bytes(c, shape);
+  // Not zeroed: a KV slot is written before it is read, and a state slot is reset when its sequence
+  // starts (context_before == 0). Fresh host memory thus stays untouched until used.
   auto alloc = [&](size_t bytes) {
     void* p = backend_.allocate(bytes);
     buffers_.push_back(p);
-    backend_.fill_zero(p, bytes);
     return p;
   };
   for (int i = 0; i < c.num_layers; ++i) {
