@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/gpu_backend_api.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/cache_plan.h"
@@ -55,6 +56,15 @@ void run_info(const InfoArgs& a) {
                 a.max_model_len ? a.max_model_len : int(c.max_position_embeddings));
   }
   std::printf("devices:\n  cpu: %u threads\n", std::thread::hardware_concurrency());
+  if (!gpu_backend_compiled()) {
+    std::printf("  gpu: this build has no GPU backend (build the cuda or hip-gfx906 preset)\n");
+    return;
+  }
+  const auto gpus = list_gpu_devices();
+  if (gpus.empty()) std::printf("  gpu: none found\n");
+  for (const auto& g : gpus)
+    std::printf("  gpu %d: %s, arch %s, %s total, %s free\n", g.index, g.name.c_str(), g.arch.c_str(),
+                format_bytes(double(g.total_memory)).c_str(), format_bytes(double(g.free_memory)).c_str());
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 namespace dcu {
 
 LlmEngine::LlmEngine(ModelInstance model, LlmEngineOptions options)
-    : model_(std::move(model)), runner_(model_.runner.get()), options_(std::move(options)),
-      blocks_(model_.cache->shape().num_blocks), slots_(model_.cache->shape().num_state_slots),
+    : model_(std::move(model)), runner_(model_.ranks.at(0).runner.get()), options_(std::move(options)),
+      blocks_(model_.ranks[0].cache->shape().num_blocks), slots_(model_.ranks[0].cache->shape().num_state_slots),
       scheduler_(options_.limits, blocks_, slots_) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -114,9 +114,7 @@ void LlmEngine::run_step() {
     std::lock_guard lock(mutex_);
     work = scheduler_.schedule();
   }
-  running_count_ = scheduler_.num_running();
-  waiting_count_ = scheduler_.num_waiting();
-  preemptions_ = scheduler_.preemptions();
+  publish_counts();
   if (work.empty()) return;
 
   std::vector<SequenceStep> steps;
@@ -127,7 +125,7 @@ void LlmEngine::run_step() {
   }
   std::vector<float> logits;
   try {
-    logits = runner_->step(steps);
+    logits = step_model(steps);
   } catch (const Error& e) {
     log::error("model step failed: {}", e.what());
     for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, e.what());
@@ -176,6 +174,26 @@ void LlmEngine::run_step() {
   }
 }
 
+void LlmEngine::publish_counts() {
+  running_count_ = scheduler_.num_running();
+  waiting_count_ = scheduler_.num_waiting();
+  preemptions_ = scheduler_.preemptions();
+}
+
+std::vector<float> LlmEngine::step_model(std::span<const SequenceStep> steps) {
+  if (model_.ranks.size() == 1) return runner_->step(steps);
+  std::vector<float> logits;
+  model_.threads->run(
+      [&](int rank) {
+        const std::vector<float>& out = model_.ranks[size_t(rank)].runner->step(steps);
+        if (rank == 0) logits = out;
+      },
+      [&] {  // a rank failed: the others must not wait for it in a collective
+        for (auto& r : model_.ranks) r.comm->abort();
+      });
+  return logits;
+}
+
 void LlmEngine::finish(Sequence* seq, FinishReason reason, GenerationEvent event, std::string error) {
   // Return the caches before the last event, so whoever it wakes sees them free.
   {
@@ -183,6 +201,7 @@ void LlmEngine::finish(Sequence* seq, FinishReason reason, GenerationEvent event
     scheduler_.remove(seq);
     --pending_;
   }
+  publish_counts();
   event.finished = reason;
   event.error = std::move(error);
   event.prompt_tokens = seq->prompt_len;

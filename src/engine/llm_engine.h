@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "cache/block_allocator.h"
+#include "comm/communicator.h"
+#include "comm/rank_threads.h"
 #include "engine/engine_api.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -25,11 +27,19 @@ struct LlmEngineOptions {
   std::vector<int32_t> eos_token_ids;
 };
 
-// What one engine drives. Members are destroyed in reverse order: runner, then caches, then backend.
-struct ModelInstance {
+// One tensor-parallel rank (the whole model at size 1). Members are destroyed in reverse order:
+// runner, communicator, caches, backend.
+struct RankInstance {
   std::unique_ptr<Backend> backend;
-  std::unique_ptr<CacheStorage> cache;
-  std::unique_ptr<ModelRunner> runner;  // uses *backend and *cache
+  std::unique_ptr<CacheStorage> cache;   // this rank's heads; the same blocks and slots on every rank
+  std::unique_ptr<Communicator> comm;    // null at size 1
+  std::unique_ptr<ModelRunner> runner;   // uses *backend, *cache and *comm
+};
+
+// What one engine drives: every rank steps the same scheduled work; sampling reads rank 0's logits.
+struct ModelInstance {
+  std::vector<RankInstance> ranks;
+  std::unique_ptr<RankThreads> threads;  // one worker thread per rank when there are several
 };
 
 class LlmEngine final : public Engine {
@@ -47,8 +57,11 @@ class LlmEngine final : public Engine {
   void loop();
   void drain_inbox();
   void run_step();
+  // One model step on every rank; rank 0's logits.
+  std::vector<float> step_model(std::span<const SequenceStep> steps);
   // Ends a sequence: last event, caches returned, memory freed.
   void finish(Sequence* seq, FinishReason reason, GenerationEvent event = {}, std::string error = {});
+  void publish_counts();  // the gauges stats() reads
   std::optional<FinishReason> stop_reason(const Sequence& seq, int32_t token) const;
 
   ModelInstance model_;
