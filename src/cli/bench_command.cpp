@@ -6,8 +6,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/gpu_backend_api.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "comm/in_process_communicator.h"
+#include "comm/nccl_communicator.h"
 #include "core/error.h"
 #include "engine/cache_plan.h"
 #include "engine/device.h"
@@ -19,7 +22,7 @@ namespace {
 struct BenchArgs {
   std::string model, random_weights, device = "auto";
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
-  int decode_steps = 8, repeats = 3;
+  int decode_steps = 8, repeats = 3, tensor_parallel_size = 1;
   uint64_t seed = 0;
 };
 
@@ -41,20 +44,46 @@ std::vector<int> parse_list(const std::string& text, const char* flag) {
 }
 
 void run_bench(const BenchArgs& a) {
-  auto backend = make_backend(a.device);
+  const int tp = a.tensor_parallel_size;
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(make_backend(a.device));
+  const bool cpu = backends[0]->kind() == DeviceKind::Cpu;
+  if (!cpu && tp > int(list_gpu_devices().size()))
+    fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}", tp, tp, list_gpu_devices().size());
+  for (int r = 1; r < tp; ++r) backends.push_back(cpu ? make_cpu_backend() : make_backend(a.device, r));
+  auto& backend = backends[0];
   ModelConfig config;
-  ModelWeights weights;
-  std::string what;
+  std::string what, dir;
   if (!a.random_weights.empty()) {
     auto builtin = builtin_config(a.random_weights);
     config = builtin ? *builtin : load_model_config(a.random_weights);
     what = "random weights, " + a.random_weights + " dimensions";
-    weights = random_weights(config, *backend, DType::BF16, a.seed);
   } else {
-    const std::string dir = resolve_model_dir(a.model);
+    dir = resolve_model_dir(a.model);
     config = load_model_config(dir);
     what = dir;
-    weights = load_weights(dir, config, *backend);
+  }
+  check_tensor_parallel(config, tp);
+  std::vector<Backend*> raw;
+  for (auto& b : backends) raw.push_back(b.get());
+  std::vector<std::unique_ptr<Communicator>> comms;
+  if (tp > 1) {
+    if (!cpu && nccl_compiled()) {
+      NcclGroupOptions g;
+      for (int r = 0; r < tp; ++r) g.devices.push_back(r);
+      g.world_size = tp;
+      comms = make_nccl_communicators(g, raw);
+    } else {
+      comms = make_in_process_communicators(raw);
+    }
+  }
+  std::vector<BenchRank> ranks(static_cast<size_t>(tp));
+  for (int r = 0; r < tp; ++r) {
+    const ShardPlan plan = shard_plan(config, r, tp);
+    ranks[size_t(r)].backend = raw[size_t(r)];
+    ranks[size_t(r)].comm = tp > 1 ? comms[size_t(r)].get() : nullptr;
+    ranks[size_t(r)].weights = a.random_weights.empty() ? load_weights(dir, config, *raw[size_t(r)], plan)
+                                                        : random_weights(config, *raw[size_t(r)], DType::BF16, a.seed, plan);
   }
   BenchOptions o;
   o.prompt_lens = parse_list(a.prompt_lens, "--prompt-len");
@@ -62,9 +91,10 @@ void run_bench(const BenchArgs& a) {
   o.contexts = parse_list(a.contexts, "--context");
   o.decode_steps = a.decode_steps;
   o.repeats = a.repeats;
-  std::printf("model: %s (%.3fB parameters), device: %s\n", what.c_str(), double(config.parameter_count()) / 1e9,
-              backend->name().c_str());
-  BenchReport r = run_offline_bench(*backend, config, std::move(weights), o);
+  std::printf("model: %s (%.3fB parameters), device: %s%s\n", what.c_str(), double(config.parameter_count()) / 1e9,
+              backend->name().c_str(),
+              tp > 1 ? fmt::format(" x {} ranks ({})", tp, comms[0]->name()).c_str() : "");
+  BenchReport r = run_offline_bench(std::move(ranks), config, o);
   std::printf("copy bandwidth (read + write): %.1f GB/s\n", r.copy_bandwidth / 1e9);
   std::printf("\n%-12s %14s %18s\n", "prefill", "tokens/s", "GFLOP/s (matmul)");
   for (const auto& p : r.prefill)
@@ -73,13 +103,19 @@ void run_bench(const BenchArgs& a) {
   for (const auto& d : r.decode)
     std::printf("%-6d %-8d %12.1f %14s %14.1f %7.1f%%\n", d.batch, d.context, d.tokens_per_s,
                 format_bytes(d.bytes_per_step).c_str(), d.bound_tokens_per_s, 100.0 * d.tokens_per_s / d.bound_tokens_per_s);
+  if (tp > 1) {
+    std::printf("\n%-6s %-8s %14s %16s %18s\n", "batch", "context", "collectives", "collective us", "us per collective");
+    for (const auto& d : r.decode)
+      std::printf("%-6d %-8d %14d %16.1f %18.2f\n", d.batch, d.context, d.collectives_per_step,
+                  d.collective_s_per_step * 1e6, d.collective_s_per_step * 1e6 / std::max(1, d.collectives_per_step));
+  }
 }
 
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "Offline prefill and decode speed of the model on one device");
+  CLI::App* cmd = app.add_subcommand("bench", "Offline prefill and decode speed of the model on one device or split over several");
   cmd->add_option("--model", args->model, "Model folder (default: the bundled demo model)");
   cmd->add_option("--random-weights", args->random_weights,
                   "Random weights with built-in dimensions (0.8B, 2B, 4B, 9B, 27B) or a config.json folder");
@@ -90,6 +126,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--decode-steps", args->decode_steps, "Decode steps timed per figure")->check(CLI::Range(1, 100000));
   cmd->add_option("--repeats", args->repeats, "Runs per figure; the best is reported")->check(CLI::Range(1, 1000));
   cmd->add_option("--seed", args->seed, "Seed of the random weights");
+  cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
+                  "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")
+      ->check(CLI::Range(1, 64));
   cmd->callback([args] { run_bench(*args); });
 }
 

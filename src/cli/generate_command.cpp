@@ -27,6 +27,7 @@ struct GenerateArgs {
   std::optional<uint64_t> seed;
   bool json = false, ignore_eos = false;
   int max_model_len = 0;
+  int tensor_parallel_size = 1;
 };
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -53,6 +54,7 @@ void run_generate(const GenerateArgs& a) {
   opts.device = a.device;
   opts.max_num_seqs = 1;
   opts.max_model_len = a.max_model_len;
+  opts.tensor_parallel_size = a.tensor_parallel_size;
   std::optional<text::Tokenizer> tokenizer;
   if (std::filesystem::exists(std::filesystem::path(opts.model_dir) / "tokenizer.json"))
     tokenizer = text::Tokenizer::load(opts.model_dir);
@@ -126,6 +128,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed);
   cmd->add_option("--max-model-len", args->max_model_len, "Context length (default: prompt + max tokens)");
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
+  cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
+                  "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep going past end-of-sequence tokens");
   cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"text\": \"...\"}");
   cmd->callback([args] {

@@ -2,6 +2,7 @@
 // this build can use.
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -52,7 +53,12 @@ void run_info(const InfoArgs& a) {
   } else {
     const std::string dir = resolve_model_dir(a.model);
     ModelConfig c = load_model_config(dir);
-    print_model(c, dir, double(Checkpoint::open(dir).total_bytes()),
+    // A folder without weights (a --load-format dummy folder) reports the bf16 size of its parameters.
+    bool has_weights = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+      has_weights |= entry.path().extension() == ".safetensors";
+    const double weight_bytes = has_weights ? double(Checkpoint::open(dir).total_bytes()) : double(c.parameter_count()) * 2;
+    print_model(c, dir + (has_weights ? "" : " (no weights: bf16 size shown)"), weight_bytes,
                 a.max_model_len ? a.max_model_len : int(c.max_position_embeddings));
   }
   std::printf("devices:\n  cpu: %u threads\n", std::thread::hardware_concurrency());

@@ -23,6 +23,7 @@ struct ServeArgs {
   EngineOptions engine;
   int64_t kv_cache_memory_bytes = -1;
   std::string generation_config = "auto";
+  std::string load_format = "auto";
   std::string chat_template, reasoning_parser, tool_call_parser;
   bool enable_auto_tool_choice = false;
   int max_logprobs = 20;
@@ -34,6 +35,8 @@ void run_serve(ServeArgs a) {
   a.engine.model_dir = resolve_model_dir(model_arg);
   for (const auto& flag : a.ignored) log::info("{} has no effect in dcuserve (accepted for vLLM compatibility)", flag);
   if (a.kv_cache_memory_bytes >= 0) a.engine.kv_cache_memory_bytes = a.kv_cache_memory_bytes;
+  // As vLLM's --load-format dummy: config.json and the tokenizer from the folder, random weights.
+  a.engine.random_weights = a.load_format == "dummy";
   if (a.enable_auto_tool_choice && a.tool_call_parser.empty())
     fail("--enable-auto-tool-choice needs --tool-call-parser (hermes or qwen3_coder)");
 
@@ -97,6 +100,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-cache-memory-bytes", a->kv_cache_memory_bytes, "Exact KV-cache + state budget in bytes")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", a->engine.seed, "Default sampling seed")->capture_default_str();
+  cmd->add_option("--load-format", a->load_format,
+                  "auto | safetensors | dummy (random weights with the folder's config.json, for benchmarks)")
+      ->check(CLI::IsMember({"auto", "safetensors", "dummy"}))
+      ->capture_default_str();
   cmd->add_option("--generation-config", a->generation_config,
                   "auto (the model's generation_config.json) | vllm (vLLM's defaults) | a folder")->capture_default_str();
   cmd->add_option("--chat-template", a->chat_template, "Chat template file or inline Jinja");

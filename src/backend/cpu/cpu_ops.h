@@ -30,7 +30,7 @@ std::vector<float> to_f32(const Tensor& t);
 
 // Below this much work an op runs on one thread: waking the team costs more than it saves, and on a
 // busy machine every parallel region waits for all its threads to be scheduled.
-constexpr int64_t kParallelWork = 1 << 15;
+constexpr int64_t kParallelWork = 1 << 18;
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
