@@ -3,7 +3,9 @@
 // /usr/share/common-licenses. Build and run from the repository root:
 //   g++ -std=c++20 -O2 -Isrc bench/tokenizer_bench.cpp build/<dir>/src/text/libdcuserve_text.a \
 //       build/<dir>/src/core/libdcuserve_core.a -lfmt -lpcre2-8 -lutf8proc -o /tmp/tokenizer_bench
-//   /tmp/tokenizer_bench [tokenizer.json]   (default: the Qwen3 tokenizer of scripts/fetch_test_tokenizers.sh)
+//   build/cpu/bench/tokenizer_bench [tokenizer.json] [corpus-out.txt]
+// (default tokenizer: the Qwen3 one of scripts/fetch_test_tokenizers.sh). With corpus-out, the text is
+// also written there, so tools/tokenizer_bench_hf.py can time Hugging Face tokenizers on the same bytes.
 
 #include <chrono>
 #include <cstdio>
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   std::printf("load %s: %.3f s\n", path.c_str(), seconds_since(start));
 
   const std::string corpus = build_corpus();
+  if (argc > 2) std::ofstream(argv[2], std::ios::binary) << corpus;
   const double megabytes = double(corpus.size()) / 1e6;
   std::printf("corpus: %.2f MB\n", megabytes);
 

@@ -57,16 +57,63 @@ void dot_rows(const W* w, DType t, const float* x, int64_t ldx, int nrows, int64
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// acc[w][r] = x[r, :] . w_w for two weight rows and up to kRowBlock token rows: each weight and
+// activation load feeds two or four FMAs instead of one.
+template <typename W>
+void dot_rows_pair(const W* w0, const W* w1, DType t, const float* x, int64_t ldx, int nrows, int64_t K,
+                   float acc[2][kRowBlock]) {
+  __m256 s0[kRowBlock], s1[kRowBlock];
+  for (int r = 0; r < kRowBlock; ++r) s0[r] = s1[r] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    const __m256 a = load8(w0 + k, t), b = load8(w1 + k, t);
+    for (int r = 0; r < nrows; ++r) {
+      const __m256 xv = _mm256_loadu_ps(x + r * ldx + k);
+      s0[r] = _mm256_fmadd_ps(a, xv, s0[r]);
+      s1[r] = _mm256_fmadd_ps(b, xv, s1[r]);
+    }
+  }
+  for (int r = 0; r < nrows; ++r) {
+    float u = hsum(s0[r]), v = hsum(s1[r]);
+    for (int64_t kk = k; kk < K; ++kk) {
+      u += load_as_f32(w0, t, kk) * x[r * ldx + kk];
+      v += load_as_f32(w1, t, kk) * x[r * ldx + kk];
+    }
+    acc[0][r] = u;
+    acc[1][r] = v;
+  }
+}
+#else
+template <typename W>
+void dot_rows_pair(const W* w0, const W* w1, DType t, const float* x, int64_t ldx, int nrows, int64_t K,
+                   float acc[2][kRowBlock]) {
+  dot_rows(w0, t, x, ldx, nrows, K, acc[0]);
+  dot_rows(w1, t, x, ldx, nrows, K, acc[1]);
+}
+#endif
+
 template <typename W>
 void matmul_typed(const float* x, const W* w, DType t, float* y, int64_t T, int64_t K, int64_t N) {
+  // Weight rows in pairs; the token rows of each pair in blocks of kRowBlock.
+  const int64_t pairs = (N + 1) / 2;
 #pragma omp parallel for schedule(static) if (T * N * K >= kParallelWork)
-  for (int64_t n = 0; n < N; ++n) {
-    const W* wrow = w + n * K;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t n = 2 * p;
     for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
-      int nrows = int(std::min<int64_t>(kRowBlock, T - r0));
-      float acc[kRowBlock];
-      dot_rows(wrow, t, x + r0 * K, K, nrows, K, acc);
-      for (int r = 0; r < nrows; ++r) y[(r0 + r) * N + n] = acc[r];
+      const int nrows = int(std::min<int64_t>(kRowBlock, T - r0));
+      if (n + 1 < N) {
+        float acc[2][kRowBlock];
+        dot_rows_pair(w + n * K, w + (n + 1) * K, t, x + r0 * K, K, nrows, K, acc);
+        for (int r = 0; r < nrows; ++r) {
+          y[(r0 + r) * N + n] = acc[0][r];
+          y[(r0 + r) * N + n + 1] = acc[1][r];
+        }
+      } else {
+        float acc[kRowBlock];
+        dot_rows(w + n * K, t, x + r0 * K, K, nrows, K, acc);
+        for (int r = 0; r < nrows; ++r) y[(r0 + r) * N + n] = acc[r];
+      }
     }
   }
 }
