@@ -1,8 +1,10 @@
 // libFuzzer target: parse and render arbitrary template text with a fixed chat context.
 // Any input must end in output or a dcu::Error: no crash, no hang, no unbounded memory.
 //
-// clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc fuzz/jinja_fuzz.cpp \
-//   src/text/jinja/*.cpp -lfmt -lutf8proc -o /tmp/jinja_fuzz && /tmp/jinja_fuzz -max_total_time=300
+// clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+//   -Isrc fuzz/jinja_fuzz.cpp src/text/jinja/*.cpp -lfmt -lutf8proc -o /tmp/jinja_fuzz
+// mkdir -p /tmp/jinja_corpus && cp tests/data/jinja/templates/*.jinja /tmp/jinja_corpus/
+// /tmp/jinja_fuzz /tmp/jinja_corpus -max_total_time=300 -max_len=4096 -timeout=10 -rss_limit_mb=2048
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -20,7 +20,7 @@ namespace dcu {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_ids, device = "auto";
+  std::string model, prompt, prompt_ids, device = "auto", dtype = "auto";
   int max_tokens = 64;
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = -1;
@@ -52,6 +52,7 @@ void run_generate(const GenerateArgs& a) {
   EngineOptions opts;
   opts.model_dir = resolve_model_dir(a.model);
   opts.device = a.device;
+  opts.dtype = a.dtype;
   opts.max_num_seqs = 1;
   opts.max_model_len = a.max_model_len;
   opts.tensor_parallel_size = a.tensor_parallel_size;
@@ -128,6 +129,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed);
   cmd->add_option("--max-model-len", args->max_model_len, "Context length (default: prompt + max tokens)");
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
+  cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
                   "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")
       ->check(CLI::Range(1, 64));

@@ -14,7 +14,11 @@ namespace dcu {
 struct EngineOptions {
   std::string model_dir;
   std::string device = "auto";            // auto | cpu | cuda | hip
-  int tensor_parallel_size = 1;
+  int tensor_parallel_size = 1;           // ranks over all nodes; one worker thread per local rank
+  int nnodes = 1;                         // multi-host tensor parallelism (NCCL/RCCL builds)
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";  // node 0's address for the rendezvous
+  int master_port = 29500;
   int max_model_len = 0;                  // 0: the model's max_position_embeddings
   int max_num_seqs = 256;                 // sequences running at once
   int max_num_batched_tokens = 0;         // token budget per step; 0: max(2048, max_model_len) capped at 8192

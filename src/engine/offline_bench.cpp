@@ -4,8 +4,10 @@
 #include <chrono>
 
 #include "cache/cache_storage.h"
+#include "comm/rank_threads.h"
 #include "core/log.h"
 #include "model/model_runner.h"
+#include "model/sharding.h"
 
 namespace dcu {
 namespace {
@@ -37,6 +39,32 @@ double measure_copy_bandwidth(Backend& backend) {
 
 double tensor_bytes(const Tensor& t) { return t.empty() ? 0.0 : double(t.bytes()); }
 
+// Counts rank 0's collectives and the time they take once its own queued work is done.
+class TimedCommunicator final : public Communicator {
+ public:
+  TimedCommunicator(Communicator& inner, Backend& backend) : inner_(inner), backend_(backend) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string name() const override { return inner_.name(); }
+  void all_reduce_sum(Tensor x) override { timed([&] { inner_.all_reduce_sum(x); }); }
+  void all_gather(const Tensor& local, Tensor out) override { timed([&] { inner_.all_gather(local, out); }); }
+  void abort() override { inner_.abort(); }
+
+  int calls = 0;
+  double seconds = 0;
+
+ private:
+  template <typename F> void timed(F&& f) {
+    backend_.synchronize();
+    auto start = Clock::now();
+    f();
+    seconds += seconds_since(start);
+    ++calls;
+  }
+  Communicator& inner_;
+  Backend& backend_;
+};
+
 }  // namespace
 
 double weight_bytes_per_step(const ModelConfig& config, const ModelWeights& w) {
@@ -54,9 +82,19 @@ double weight_bytes_per_step(const ModelConfig& config, const ModelWeights& w) {
 
 BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, ModelWeights weights,
                               const BenchOptions& o) {
+  std::vector<BenchRank> ranks(1);
+  ranks[0].backend = &backend;
+  ranks[0].weights = std::move(weights);
+  return run_offline_bench(std::move(ranks), config, o);
+}
+
+BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& config, const BenchOptions& o) {
   BenchReport report;
+  Backend& backend = *ranks[0].backend;
+  const int P = int(ranks.size());
   report.copy_bandwidth = measure_copy_bandwidth(backend);
-  const double weight_bytes = weight_bytes_per_step(config, weights);
+  const double weight_bytes = weight_bytes_per_step(config, ranks[0].weights);
+  const ModelConfig local = local_config(config, shard_plan(config, 0, P));
   const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   const int max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
@@ -68,8 +106,29 @@ BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, Model
   shape.num_state_slots = max_batch;
   shape.num_blocks = blocks_per_seq * max_batch;
   shape.kv_dtype = DType::F32;
-  CacheStorage cache(backend, config, shape);
-  ModelRunner runner(backend, config, std::move(weights), cache, std::max(max_prompt, max_batch), max_batch);
+  std::unique_ptr<TimedCommunicator> timed;
+  if (P > 1) timed = std::make_unique<TimedCommunicator>(*ranks[0].comm, backend);
+  std::vector<std::unique_ptr<CacheStorage>> caches;
+  std::vector<std::unique_ptr<ModelRunner>> runners;
+  for (int r = 0; r < P; ++r) {
+    BenchRank& rank = ranks[size_t(r)];
+    caches.push_back(std::make_unique<CacheStorage>(*rank.backend, local_config(config, shard_plan(config, r, P)), shape));
+    runners.push_back(std::make_unique<ModelRunner>(*rank.backend, config, std::move(rank.weights), *caches.back(),
+                                                    std::max(max_prompt, max_batch), max_batch,
+                                                    r == 0 && timed ? timed.get() : rank.comm));
+  }
+  std::unique_ptr<RankThreads> threads;
+  if (P > 1) threads = std::make_unique<RankThreads>(P);
+  auto run_step = [&](std::span<const SequenceStep> steps) {
+    if (P == 1) {
+      runners[0]->step(steps);
+      return;
+    }
+    threads->run([&](int r) { runners[size_t(r)]->step(steps); },
+                 [&] {
+                   for (auto& rank : ranks) rank.comm->abort();
+                 });
+  };
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_batch));
   for (int s = 0; s < max_batch; ++s)
     for (int b = 0; b < blocks_per_seq; ++b) tables[size_t(s)].push_back(s * blocks_per_seq + b);
@@ -83,7 +142,7 @@ BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, Model
     for (int r = 0; r < o.repeats; ++r) {
       SequenceStep st{tokens, 0, tables[0], 0, false};
       auto start = Clock::now();
-      runner.step(std::span<const SequenceStep>(&st, 1));
+      run_step(std::span<const SequenceStep>(&st, 1));
       best = std::min(best, seconds_since(start));
     }
     report.prefill.push_back({len, double(len) / best, matrix_flops_per_token});
@@ -92,26 +151,33 @@ BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, Model
 
   // Decode: every sequence adds one token at `context` cached tokens (cache contents do not change
   // the work done).
-  const double state_bytes = double(config.state_bytes_per_sequence(4));
-  const double kv_token_bytes = double(config.kv_bytes_per_token(int(dtype_size(shape.kv_dtype))));
+  const double state_bytes = double(local.state_bytes_per_sequence(4));
+  const double kv_token_bytes = double(local.kv_bytes_per_token(int(dtype_size(shape.kv_dtype))));
   for (int context : o.contexts)
     for (int batch : o.batches) {
       std::vector<int32_t> token(size_t(batch), 1);
       double best = 1e30;
+      if (timed) timed->calls = 0, timed->seconds = 0;
       for (int r = 0; r < o.repeats; ++r) {
         auto start = Clock::now();
         for (int step = 0; step < o.decode_steps; ++step) {
           std::vector<SequenceStep> steps;
           for (int s = 0; s < batch; ++s)
             steps.push_back({std::span<const int32_t>(&token[size_t(s)], 1), context + step, tables[size_t(s)], s, false});
-          runner.step(steps);
+          run_step(steps);
         }
         best = std::min(best, seconds_since(start));
       }
       const double tokens_per_s = double(batch) * o.decode_steps / best;
       // State is read and written each step; KV of the whole context is read.
       const double bytes = weight_bytes + batch * (2.0 * state_bytes + (context + 1) * kv_token_bytes);
-      report.decode.push_back({batch, context, tokens_per_s, bytes, batch / (bytes / report.copy_bandwidth)});
+      DecodeResult d{batch, context, tokens_per_s, bytes, batch / (bytes / report.copy_bandwidth)};
+      if (timed) {
+        const int steps = o.repeats * o.decode_steps;
+        d.collectives_per_step = timed->calls / steps;
+        d.collective_s_per_step = timed->seconds / steps;
+      }
+      report.decode.push_back(d);
       log::info("decode batch {} context {}: {:.1f} tok/s", batch, context, tokens_per_s);
     }
   return report;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "comm/communicator.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -24,6 +25,9 @@ struct DecodeResult {
   double tokens_per_s;
   double bytes_per_step;     // weights + GDN state + KV read per step
   double bound_tokens_per_s; // batch / (bytes_per_step / copy bandwidth)
+  // Tensor parallelism: rank 0's collectives per step and the seconds spent in them (0 without).
+  int collectives_per_step = 0;
+  double collective_s_per_step = 0;
 };
 
 struct PrefillResult {
@@ -40,6 +44,16 @@ struct BenchReport {
 
 BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, ModelWeights weights,
                               const BenchOptions& options);
+
+// One tensor-parallel rank of the benchmarked model: its backend, its share of the weights and its
+// communicator (null for a single rank).
+struct BenchRank {
+  Backend* backend = nullptr;
+  ModelWeights weights;
+  Communicator* comm = nullptr;
+};
+// The same figures with every rank stepping on its own thread; bytes and bounds are per rank.
+BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& config, const BenchOptions& options);
 
 // Bytes of all weight matrices a decode step reads (embedding rows excluded unless tied to lm_head).
 double weight_bytes_per_step(const ModelConfig& config, const ModelWeights& weights);

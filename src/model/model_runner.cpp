@@ -1,5 +1,6 @@
 #include "model/model_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -29,21 +30,26 @@ struct ModelRunner::Activations {
   Tensor ids;          // [T] i32
   Tensor logit_rows;   // [T] i32
   Tensor selected;     // [T, H]
-  Tensor logits;       // [logit_rows_max, V]
+  Tensor logits;       // [logit_rows_max, V] (V: this rank's vocab_stride under tensor parallelism)
+  // tensor parallelism only
+  Tensor embed_rows;   // [T + 1, H] this rank's embedding rows; the last row stays zero
+  Tensor embed_map;    // [T] i32 row of embed_rows for each token (T: not in this rank's vocabulary)
+  Tensor gathered;     // [ranks * logit_rows_max * V] every rank's logits
 
   explicit Activations(Backend& be) : backend(be) {}  // sizes only, no memory
-  Activations(Backend& be, const ModelConfig& c, int T, int logit_rows_max) : backend(be) {
-    arena = backend.allocate(lay_out(c, T, logit_rows_max, nullptr));
-    lay_out(c, T, logit_rows_max, static_cast<char*>(arena));
+  Activations(Backend& be, const ModelConfig& c, int T, int logit_rows_max, int ranks) : backend(be) {
+    arena = backend.allocate(lay_out(c, T, logit_rows_max, ranks, nullptr));
+    lay_out(c, T, logit_rows_max, ranks, static_cast<char*>(arena));
   }
 
-  // Points every tensor into `base` (when given) and returns the bytes they need together.
-  size_t lay_out(const ModelConfig& c, int T, int logit_rows_max, char* base) {
+  // Points every tensor into `base` (when given) and returns the bytes they need together. `c` is the
+  // rank's local configuration.
+  size_t lay_out(const ModelConfig& c, int T, int logit_rows_max, int ranks, char* base) {
     const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
     const int64_t C = c.linear_conv_dim(), HvDv = c.linear_value_dim(), Hv = c.linear_num_value_heads;
     struct Spec { Tensor* t; DType dtype; std::vector<int64_t> shape; };
-    const std::vector<Spec> specs = {
+    std::vector<Spec> specs = {
         {&hidden, DType::F32, {T, H}}, {&normed, DType::F32, {T, H}}, {&mixer_out, DType::F32, {T, H}},
         {&qg, DType::F32, {T, nh, 2 * d}}, {&q, DType::F32, {T, nh, d}}, {&gate, DType::F32, {T, nh, d}},
         {&k, DType::F32, {T, nkv, d}}, {&v, DType::F32, {T, nkv, d}}, {&attn, DType::F32, {T, nh, d}},
@@ -54,6 +60,11 @@ struct ModelRunner::Activations {
         {&logit_rows, DType::I32, {T}},
         {&selected, DType::F32, {T, H}}, {&logits, DType::F32, {logit_rows_max, V}},
     };
+    if (ranks > 1) {
+      specs.push_back({&embed_rows, DType::F32, {T + 1, H}});
+      specs.push_back({&embed_map, DType::I32, {T}});
+      specs.push_back({&gathered, DType::F32, {ranks * int64_t(logit_rows_max) * V}});
+    }
     size_t offset = 0;
     for (const auto& s : specs) {
       size_t n = dtype_size(s.dtype);
@@ -93,17 +104,23 @@ Tensor rows_of(const Tensor& t, int64_t rows) { return t.slice_rows(0, rows); }
 }  // namespace
 
 ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeights weights, CacheStorage& cache,
-                         int max_tokens_per_step, int max_logit_rows)
-    : backend_(backend), config_(config), weights_(std::move(weights)), cache_(cache),
+                         int max_tokens_per_step, int max_logit_rows, Communicator* comm)
+    : backend_(backend), config_(config), comm_(comm && comm->size() > 1 ? comm : nullptr),
+      shard_(shard_plan(config, comm_ ? comm_->rank() : 0, comm_ ? comm_->size() : 1)),
+      local_(local_config(config, shard_)), weights_(std::move(weights)), cache_(cache),
       max_tokens_(max_tokens_per_step), max_logit_rows_(max_logit_rows > 0 ? max_logit_rows : max_tokens_per_step),
-      act_(std::make_unique<Activations>(backend, config, max_tokens_, max_logit_rows_)) {}
+      act_(std::make_unique<Activations>(backend, local_, max_tokens_, max_logit_rows_, shard_.size)) {
+  if (comm_) backend_.fill_zero(act_->embed_rows.slice_rows(max_tokens_, 1).data, size_t(config.hidden_size) * 4);
+}
 
 ModelRunner::~ModelRunner() = default;
 
 size_t ModelRunner::scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
-                                  int max_logit_rows) {
+                                  int max_logit_rows, int tensor_parallel_size) {
   Activations unallocated(backend);
-  return unallocated.lay_out(config, max_tokens_per_step, max_logit_rows, nullptr);
+  const ShardPlan plan = shard_plan(config, 0, tensor_parallel_size);
+  return unallocated.lay_out(local_config(config, plan), max_tokens_per_step, max_logit_rows, tensor_parallel_size,
+                             nullptr);
 }
 
 void ModelRunner::observe(const std::string& name, const Tensor& t) const {
@@ -154,6 +171,17 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
          o_slot = append(h.slot_mapping), o_blocks = append(h.block_tables), o_states = append(h.state_slots);
   int32_t* base = act_->batch_ints_for(packed.size());
   backend_.upload(base, packed.data(), packed.size() * 4);
+  if (comm_) {
+    // Vocab-parallel embedding: this rank looks up the ids in its slice; the others read the zero row.
+    std::vector<int32_t> map(ids.size());
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const int64_t local = ids[t] - shard_.vocab_begin;
+      const bool mine = local >= 0 && local < shard_.vocab_rows;
+      ids[t] = mine ? int32_t(local) : 0;
+      map[t] = mine ? int32_t(t) : max_tokens_;
+    }
+    backend_.upload(act_->embed_map.data, map.data(), map.size() * 4);
+  }
   backend_.upload(act_->ids.data, ids.data(), ids.size() * 4);
   backend_.upload(act_->logit_rows.data, logit_rows_.data(), logit_rows_.size() * 4);
   batch_ = BatchLayout{&h,          base + o_rows, base + o_ctx, base + o_pos, base + o_slot,
@@ -163,18 +191,21 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
 const std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
   build_batch(seqs);
   const int T = batch_.num_tokens();
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   Activations& a = *act_;
   Tensor hidden = rows_of(a.hidden, T);
-  backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
+  if (comm_) embed_sharded(T);
+  else backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
   observe("embed", hidden);
   for (int layer = 0; layer < c.num_layers; ++layer) {
     Tensor normed = rows_of(a.normed, T);
     backend_.rms_norm(hidden, weights_.layers[size_t(layer)].input_norm, c.rms_norm_eps, true, normed);
     if (c.layer_types[size_t(layer)] == LayerType::FullAttention) attention_layer(layer, T);
     else gdn_layer(layer, T);
+    all_reduce(rows_of(a.mixer_out, T));  // o_proj / out_proj partial sums
     backend_.add(hidden, rows_of(a.mixer_out, T));
     mlp(layer, T);
+    all_reduce(rows_of(a.mixer_out, T));  // down_proj partial sums
     backend_.add(hidden, rows_of(a.mixer_out, T));
     observe("layer" + std::to_string(layer) + ".out", hidden);
   }
@@ -183,6 +214,10 @@ const std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) 
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
   backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);
   observe("final_norm", selected);
+  if (comm_) {
+    gather_logits(R);
+    return logits_host_;
+  }
   Tensor logits = rows_of(a.logits, R);
   backend_.matmul(selected, weights_.lm_head, logits);
   logits_host_.resize(size_t(R) * size_t(c.vocab_size));
@@ -190,8 +225,40 @@ const std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) 
   return logits_host_;
 }
 
+void ModelRunner::embed_sharded(int T) {
+  Activations& a = *act_;
+  backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), rows_of(a.embed_rows, T));
+  backend_.gather_rows(a.embed_rows, rows_of(a.embed_map, T), rows_of(a.hidden, T));
+  all_reduce(rows_of(a.hidden, T));
+}
+
+// Each rank computes the logits of its vocabulary slice; rank 0 puts the gathered slices side by side.
+void ModelRunner::gather_logits(int R) {
+  Activations& a = *act_;
+  const int64_t stride = shard_.vocab_stride;
+  const int P = shard_.size;
+  if (shard_.vocab_rows > 0)
+    backend_.matmul(rows_of(a.selected, R), weights_.lm_head, Tensor(a.logits.data, DType::F32, {R, shard_.vocab_rows}));
+  comm_->all_gather(Tensor(a.logits.data, DType::F32, {R * stride}), Tensor(a.gathered.data, DType::F32, {P * R * stride}));
+  if (shard_.rank != 0) {
+    logits_host_.clear();
+    return;
+  }
+  const int64_t V = config_.vocab_size;
+  gathered_host_.resize(size_t(P * R * stride));
+  backend_.download(gathered_host_.data(), a.gathered.data, gathered_host_.size() * sizeof(float));
+  logits_host_.resize(size_t(R * V));
+  for (int r = 0; r < P; ++r) {
+    // Rank r's block holds R rows of its own width, packed.
+    const int64_t begin = std::min<int64_t>(V, r * stride), width = std::min<int64_t>(V, begin + stride) - begin;
+    const float* block = gathered_host_.data() + size_t(r) * size_t(R * stride);
+    for (int i = 0; i < R; ++i)
+      std::copy(block + i * width, block + (i + 1) * width, logits_host_.data() + i * V + begin);
+  }
+}
+
 void ModelRunner::attention_layer(int layer, int T) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   const AttentionWeights& w = weights_.layers[size_t(layer)].attn;
   Activations& a = *act_;
   Tensor x = rows_of(a.normed, T);
@@ -211,7 +278,7 @@ void ModelRunner::attention_layer(int layer, int T) {
 }
 
 void ModelRunner::gdn_layer(int layer, int T) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   const GdnWeights& w = weights_.layers[size_t(layer)].gdn;
   Activations& a = *act_;
   Tensor x = rows_of(a.normed, T);
@@ -235,7 +302,7 @@ void ModelRunner::gdn_layer(int layer, int T) {
 }
 
 void ModelRunner::mlp(int layer, int T) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   const LayerWeights& L = weights_.layers[size_t(layer)];
   Activations& a = *act_;
   Tensor hidden = rows_of(a.hidden, T), x = rows_of(a.normed, T);

@@ -10,7 +10,9 @@
 
 #include "backend/backend.h"
 #include "cache/cache_storage.h"
+#include "comm/communicator.h"
 #include "model/config.h"
+#include "model/sharding.h"
 #include "model/weights.h"
 
 namespace dcu {
@@ -31,17 +33,25 @@ class ModelRunner {
  public:
   // max_logit_rows bounds the logits of one step (0: max_tokens_per_step); a vocabulary-wide row is
   // large, so engines keep it near the number of sequences.
+  //
+  // Tensor parallelism: with a communicator of size N, this runner is rank comm->rank(): `weights`
+  // are that rank's share (load_weights with its ShardPlan), `cache` is sized with local_config(), and
+  // every rank's runner must step the same sequences at the same time (each on its own thread). Two
+  // all-reduces per layer, one for the embedding, one all-gather of the logits. `config` is the
+  // whole model's.
   ModelRunner(Backend& backend, const ModelConfig& config, ModelWeights weights, CacheStorage& cache,
-              int max_tokens_per_step, int max_logit_rows = 0);
+              int max_tokens_per_step, int max_logit_rows = 0, Communicator* comm = nullptr);
   ~ModelRunner();
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   // Backend memory the runner's scratch tensors take (memory planning before construction).
+  // `tensor_parallel_size` > 1: one rank's scratch (the same on every rank).
   static size_t scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
-                              int max_logit_rows);
+                              int max_logit_rows, int tensor_parallel_size = 1);
 
   // Logits [R, V] in host memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
+  // Under tensor parallelism only rank 0 returns them; other ranks return an empty vector.
   const std::vector<float>& step(std::span<const SequenceStep> seqs);
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
@@ -49,6 +59,7 @@ class ModelRunner {
   int max_tokens_per_step() const { return max_tokens_; }
   int max_logit_rows() const { return max_logit_rows_; }
   Backend& backend() { return backend_; }
+  const ShardPlan& shard() const { return shard_; }
 
  private:
   struct Activations;
@@ -57,9 +68,17 @@ class ModelRunner {
   void gdn_layer(int layer, int T);
   void mlp(int layer, int T);
   void observe(const std::string& name, const Tensor& t) const;
+  void all_reduce(Tensor t) {
+    if (comm_) comm_->all_reduce_sum(t);
+  }
+  void embed_sharded(int T);
+  void gather_logits(int R);
 
   Backend& backend_;
   ModelConfig config_;
+  Communicator* comm_;   // null without tensor parallelism
+  ShardPlan shard_;
+  ModelConfig local_;    // this rank's heads and intermediate size (config_ without parallelism)
   ModelWeights weights_;
   CacheStorage& cache_;
   int max_tokens_;
@@ -69,6 +88,7 @@ class ModelRunner {
   BatchLayout batch_;
   std::vector<int32_t> logit_rows_;
   std::vector<float> logits_host_;
+  std::vector<float> gathered_host_;
   TensorObserver observer_;
 };
 

@@ -36,48 +36,97 @@ class BufferStorage final : public WeightStorage {
   std::vector<void*> buffers_;
 };
 
-// One expected tensor: where it goes and the shape it must have.
+// A sharded checkpoint on the CPU: views of the mapped files plus copies of the slices that are not
+// contiguous there.
+class MixedStorage final : public WeightStorage {
+ public:
+  MixedStorage(std::shared_ptr<WeightStorage> mapped, std::shared_ptr<WeightStorage> buffers)
+      : mapped_(std::move(mapped)), buffers_(std::move(buffers)) {}
+
+ private:
+  std::shared_ptr<WeightStorage> mapped_, buffers_;
+};
+
+// The part of a stored tensor one tensor-parallel rank holds: row ranges of the leading dimension,
+// concatenated, and a column range of the last dimension.
+struct Slice {
+  std::vector<std::pair<int64_t, int64_t>> rows;  // (begin, count); empty: every row
+  int64_t col_begin = 0, col_count = -1;          // -1: every column
+
+  bool whole() const { return rows.empty() && col_count < 0; }
+};
+
+// One expected tensor: where it goes, the shape it must have in the file and this rank's slice.
 struct Expected {
   std::string name;  // without the "model.language_model." / "model." prefix for text weights
   Tensor* slot;
   std::vector<int64_t> shape;
+  Slice slice = {};
 };
 
-std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w) {
+Slice row_slice(int64_t begin, int64_t count) { return Slice{{{begin, count}}}; }
+Slice col_slice(int64_t begin, int64_t count) { return Slice{{}, begin, count}; }
+
+// The shape of `e`'s slice.
+std::vector<int64_t> local_shape(const Expected& e) {
+  std::vector<int64_t> shape = e.shape;
+  if (!e.slice.rows.empty()) {
+    shape[0] = 0;
+    for (auto [begin, count] : e.slice.rows) shape[0] += count;
+  }
+  if (e.slice.col_count >= 0) shape.back() = e.slice.col_count;
+  return shape;
+}
+
+std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, const ShardPlan& p) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const bool tp = p.sharded();
+  const Slice all;
   std::vector<Expected> e;
-  e.push_back({"embed_tokens.weight", &w.embed_tokens, {V, H}});
+  const Slice vocab = tp ? row_slice(p.vocab_begin, p.vocab_rows) : all;
+  e.push_back({"embed_tokens.weight", &w.embed_tokens, {V, H}, vocab});
   e.push_back({"norm.weight", &w.final_norm, {H}});
-  if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", &w.lm_head, {V, H}});
+  if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", &w.lm_head, {V, H}, vocab});
   w.layers.resize(size_t(c.num_layers));
   for (int i = 0; i < c.num_layers; ++i) {
     LayerWeights& L = w.layers[size_t(i)];
     L.type = c.layer_types[size_t(i)];
-    const std::string p = "layers." + std::to_string(i) + ".";
-    e.push_back({p + "input_layernorm.weight", &L.input_norm, {H}});
-    e.push_back({p + "post_attention_layernorm.weight", &L.post_norm, {H}});
-    e.push_back({p + "mlp.gate_proj.weight", &L.mlp.gate_proj, {I, H}});
-    e.push_back({p + "mlp.up_proj.weight", &L.mlp.up_proj, {I, H}});
-    e.push_back({p + "mlp.down_proj.weight", &L.mlp.down_proj, {H, I}});
+    const std::string n = "layers." + std::to_string(i) + ".";
+    // Column-parallel projections keep rows (heads, intermediate rows); row-parallel ones keep columns.
+    auto rows = [&](int64_t begin, int64_t count) { return tp ? row_slice(begin, count) : all; };
+    auto cols = [&](int64_t begin, int64_t count) { return tp ? col_slice(begin, count) : all; };
+    const int64_t ib = p.intermediate_begin, il = p.intermediate_size;
+    e.push_back({n + "input_layernorm.weight", &L.input_norm, {H}});
+    e.push_back({n + "post_attention_layernorm.weight", &L.post_norm, {H}});
+    e.push_back({n + "mlp.gate_proj.weight", &L.mlp.gate_proj, {I, H}, rows(ib, il)});
+    e.push_back({n + "mlp.up_proj.weight", &L.mlp.up_proj, {I, H}, rows(ib, il)});
+    e.push_back({n + "mlp.down_proj.weight", &L.mlp.down_proj, {H, I}, cols(ib, il)});
     if (L.type == LayerType::FullAttention) {
       const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
-      e.push_back({p + "self_attn.q_proj.weight", &L.attn.q_proj, {nh * d * 2, H}});
-      e.push_back({p + "self_attn.k_proj.weight", &L.attn.k_proj, {nkv * d, H}});
-      e.push_back({p + "self_attn.v_proj.weight", &L.attn.v_proj, {nkv * d, H}});
-      e.push_back({p + "self_attn.o_proj.weight", &L.attn.o_proj, {H, nh * d}});
-      e.push_back({p + "self_attn.q_norm.weight", &L.attn.q_norm, {d}});
-      e.push_back({p + "self_attn.k_norm.weight", &L.attn.k_norm, {d}});
+      // q_proj rows are per head [d query | d gate]: a head range keeps the interleave.
+      const int64_t qb = p.q_head_begin, ql = p.num_heads, kb = p.kv_head_begin, kl = p.num_kv_heads;
+      e.push_back({n + "self_attn.q_proj.weight", &L.attn.q_proj, {nh * d * 2, H}, rows(qb * 2 * d, ql * 2 * d)});
+      e.push_back({n + "self_attn.k_proj.weight", &L.attn.k_proj, {nkv * d, H}, rows(kb * d, kl * d)});
+      e.push_back({n + "self_attn.v_proj.weight", &L.attn.v_proj, {nkv * d, H}, rows(kb * d, kl * d)});
+      e.push_back({n + "self_attn.o_proj.weight", &L.attn.o_proj, {H, nh * d}, cols(qb * d, ql * d)});
+      e.push_back({n + "self_attn.q_norm.weight", &L.attn.q_norm, {d}});
+      e.push_back({n + "self_attn.k_norm.weight", &L.attn.k_norm, {d}});
     } else {
       const int64_t C = c.linear_conv_dim(), Hv = c.linear_num_value_heads, dv = c.linear_value_head_dim;
-      e.push_back({p + "linear_attn.in_proj_qkv.weight", &L.gdn.in_proj_qkv, {C, H}});
-      e.push_back({p + "linear_attn.in_proj_z.weight", &L.gdn.in_proj_z, {Hv * dv, H}});
-      e.push_back({p + "linear_attn.in_proj_a.weight", &L.gdn.in_proj_a, {Hv, H}});
-      e.push_back({p + "linear_attn.in_proj_b.weight", &L.gdn.in_proj_b, {Hv, H}});
-      e.push_back({p + "linear_attn.conv1d.weight", &L.gdn.conv1d, {C, 1, c.linear_conv_kernel}});
-      e.push_back({p + "linear_attn.dt_bias", &L.gdn.dt_bias, {Hv}});
-      e.push_back({p + "linear_attn.A_log", &L.gdn.A_log, {Hv}});
-      e.push_back({p + "linear_attn.norm.weight", &L.gdn.norm, {dv}});
-      e.push_back({p + "linear_attn.out_proj.weight", &L.gdn.out_proj, {H, Hv * dv}});
+      const int64_t dk = c.linear_key_head_dim, Kd = c.linear_key_dim();
+      const int64_t kb = p.key_head_begin, kl = p.num_key_heads, vb = p.value_head_begin, vl = p.num_value_heads;
+      // q | k | v sections are sharded separately, each by its own heads (qwen35-spec.md section 9, item 12).
+      Slice qkv = all;
+      if (tp) qkv.rows = {{kb * dk, kl * dk}, {Kd + kb * dk, kl * dk}, {2 * Kd + vb * dv, vl * dv}};
+      e.push_back({n + "linear_attn.in_proj_qkv.weight", &L.gdn.in_proj_qkv, {C, H}, qkv});
+      e.push_back({n + "linear_attn.in_proj_z.weight", &L.gdn.in_proj_z, {Hv * dv, H}, rows(vb * dv, vl * dv)});
+      e.push_back({n + "linear_attn.in_proj_a.weight", &L.gdn.in_proj_a, {Hv, H}, rows(vb, vl)});
+      e.push_back({n + "linear_attn.in_proj_b.weight", &L.gdn.in_proj_b, {Hv, H}, rows(vb, vl)});
+      e.push_back({n + "linear_attn.conv1d.weight", &L.gdn.conv1d, {C, 1, c.linear_conv_kernel}, qkv});
+      e.push_back({n + "linear_attn.dt_bias", &L.gdn.dt_bias, {Hv}, rows(vb, vl)});
+      e.push_back({n + "linear_attn.A_log", &L.gdn.A_log, {Hv}, rows(vb, vl)});
+      e.push_back({n + "linear_attn.norm.weight", &L.gdn.norm, {dv}});
+      e.push_back({n + "linear_attn.out_proj.weight", &L.gdn.out_proj, {H, Hv * dv}, cols(vb * dv, vl * dv)});
     }
   }
   return e;
@@ -118,13 +167,49 @@ void squeeze_conv_weights(ModelWeights& w) {
       L.gdn.conv1d = L.gdn.conv1d.reshaped({L.gdn.conv1d.shape[0], L.gdn.conv1d.shape[2]});
 }
 
+// Copies `e`'s slice of the stored tensor `src` (shape e.shape) into host memory.
+std::vector<char> gather_slice(const Expected& e, const void* src, DType dtype) {
+  const size_t esize = dtype_size(dtype);
+  int64_t row_elems = 1;
+  for (size_t i = 1; i < e.shape.size(); ++i) row_elems *= e.shape[i];
+  const int64_t col_begin = e.slice.col_count < 0 ? 0 : e.slice.col_begin;
+  const int64_t col_count = e.slice.col_count < 0 ? row_elems : e.slice.col_count;
+  std::vector<std::pair<int64_t, int64_t>> ranges = e.slice.rows;
+  if (ranges.empty()) ranges = {{0, e.shape[0]}};
+  std::vector<char> out;
+  const char* base = static_cast<const char*>(src);
+  for (auto [begin, count] : ranges) {
+    DCU_CHECK(begin >= 0 && begin + count <= e.shape[0]);
+    for (int64_t r = begin; r < begin + count; ++r) {
+      const char* row = base + size_t(r * row_elems + col_begin) * esize;
+      out.insert(out.end(), row, row + size_t(col_count) * esize);
+    }
+  }
+  return out;
+}
+
+// The global row of each local row of `e`'s slice.
+std::vector<int64_t> global_rows(const Expected& e) {
+  std::vector<int64_t> out;
+  if (e.slice.rows.empty())
+    for (int64_t r = 0; r < e.shape[0]; ++r) out.push_back(r);
+  for (auto [begin, count] : e.slice.rows)
+    for (int64_t r = begin; r < begin + count; ++r) out.push_back(r);
+  return out;
+}
+
 }  // namespace
 
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const LoadProgress& progress) {
+  return load_weights(model_dir, config, backend, shard_plan(config, 0, 1), progress);
+}
+
+ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
+                          const ShardPlan& shard, const LoadProgress& progress) {
   Checkpoint ckpt = Checkpoint::open(model_dir);
   ModelWeights w;
-  std::vector<Expected> expected = expected_tensors(config, w);
+  std::vector<Expected> expected = expected_tensors(config, w, shard);
 
   // Text weights are "model.language_model.*" (Qwen3_5ForConditionalGeneration) or "model.*"
   // (Qwen3_5ForCausalLM); lm_head is top level.
@@ -137,9 +222,11 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
   if (prefix.empty()) fail("{}: no embed_tokens.weight under model.language_model.* or model.*", model_dir);
 
   const bool in_place = backend.kind() == DeviceKind::Cpu;
-  auto buffers = in_place ? nullptr : std::make_shared<BufferStorage>(backend);
+  auto buffers = std::make_shared<BufferStorage>(backend);
+  bool copied = false;
   size_t total = 0, done = 0;
   std::vector<const StoredTensor*> stored;
+  std::vector<size_t> slice_bytes;
   for (const auto& e : expected) {
     std::string full = e.name == "lm_head.weight" ? e.name : prefix + e.name;
     const StoredTensor* t = ckpt.find(full);
@@ -150,17 +237,32 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     if (!t->dtype || *t->dtype == DType::I32)
       fail("{}: tensor {} has dtype {}; weights must be BF16, F16 or F32", *t->file, full, t->dtype_name);
     stored.push_back(t);
-    total += t->bytes;
+    size_t n = dtype_size(*t->dtype);
+    for (int64_t d : local_shape(e)) n *= size_t(d);
+    slice_bytes.push_back(n);
+    total += n;
   }
   for (size_t i = 0; i < expected.size(); ++i) {
+    const Expected& e = expected[i];
     const StoredTensor* t = stored[i];
+    const std::vector<int64_t> shape = local_shape(e);
     void* data = const_cast<void*>(t->data);
-    if (!in_place) {
+    const bool one_row_range = e.slice.col_count < 0 && e.slice.rows.size() <= 1;
+    if (in_place && one_row_range) {
+      if (!e.slice.rows.empty()) data = static_cast<char*>(data) + (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
+    } else if (e.slice.whole()) {
       data = buffers->allocate(t->bytes);
       backend.upload(data, t->data, t->bytes);
+      copied = true;
+    } else {
+      std::vector<char> host = gather_slice(e, t->data, *t->dtype);
+      DCU_CHECK(host.size() == slice_bytes[i]);
+      data = buffers->allocate(host.size());
+      backend.upload(data, host.data(), host.size());
+      copied = true;
     }
-    *expected[i].slot = view_of(data, *t->dtype, t->shape);
-    done += t->bytes;
+    *e.slot = view_of(data, *t->dtype, shape);
+    done += slice_bytes[i];
     if (progress) progress(done, total);
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
@@ -171,24 +273,44 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     if (name.rfind("mtp.", 0) == 0) ++mtp;
     else if (name.rfind("model.visual.", 0) == 0 || name.rfind("visual.", 0) == 0) ++visual;
   }
-  if (mtp) log::info("{} multi-token-prediction tensors (mtp.*) recognised; not used yet", mtp);
-  if (visual) log::info("{} vision tensors (model.visual.*) recognised; not used yet", visual);
+  if (shard.rank == 0) {
+    if (mtp) log::info("{} multi-token-prediction tensors (mtp.*) recognised; not used yet", mtp);
+    if (visual) log::info("{} vision tensors (model.visual.*) recognised; not used yet", visual);
+  }
 
-  if (in_place) w.storage = std::make_shared<MappedStorage>(std::move(ckpt));
-  else w.storage = buffers;
+  if (!in_place) w.storage = buffers;
+  else if (!copied) w.storage = std::make_shared<MappedStorage>(std::move(ckpt));
+  else w.storage = std::make_shared<MixedStorage>(std::make_shared<MappedStorage>(std::move(ckpt)), buffers);
   return w;
 }
 
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed) {
+  return random_weights(config, backend, dtype, seed, shard_plan(config, 0, 1));
+}
+
+ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
+                            const ShardPlan& shard) {
   ModelWeights w;
-  std::vector<Expected> expected = expected_tensors(config, w);
+  std::vector<Expected> expected = expected_tensors(config, w, shard);
   auto buffers = std::make_shared<BufferStorage>(backend);
   std::vector<uint16_t> half;
   std::vector<float> full;
   for (size_t i = 0; i < expected.size(); ++i) {
     const Expected& e = expected[i];
+    const std::vector<int64_t> shape = local_shape(e);
     size_t numel = 1;
-    for (int64_t d : e.shape) numel *= size_t(d);
+    for (int64_t d : shape) numel *= size_t(d);
+    // Each local element takes the value of its element in the whole tensor.
+    int64_t full_cols = 1;
+    for (size_t k = 1; k < e.shape.size(); ++k) full_cols *= e.shape[k];
+    const int64_t local_cols = numel / size_t(std::max<int64_t>(shape[0], 1));
+    const int64_t col_begin = e.slice.col_count < 0 ? 0 : e.slice.col_begin;
+    const std::vector<int64_t> rows = e.slice.whole() ? std::vector<int64_t>{} : global_rows(e);
+    auto global_index = [&](size_t k) -> uint64_t {
+      if (rows.empty()) return k;
+      const int64_t r = int64_t(k) / local_cols, c = int64_t(k) % local_cols;
+      return uint64_t(rows[size_t(r)] * full_cols + col_begin + c);
+    };
     const bool is_vector = e.shape.size() == 1;
     // Small parameter vectors stay f32 as in the real checkpoints; matrices take `dtype`.
     const DType t = is_vector ? DType::F32 : dtype;
@@ -203,19 +325,19 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
       if (t == DType::F32) {
         full.resize(n);
 #pragma omp parallel for schedule(static)
-        for (size_t k = 0; k < n; ++k) full[k] = random_value(stream, begin + k, plain_norm, a_log);
+        for (size_t k = 0; k < n; ++k) full[k] = random_value(stream, global_index(begin + k), plain_norm, a_log);
         backend.upload(dst, full.data(), n * 4);
       } else {
         half.resize(n);
 #pragma omp parallel for schedule(static)
         for (size_t k = 0; k < n; ++k) {
-          float v = random_value(stream, begin + k, plain_norm, a_log);
+          float v = random_value(stream, global_index(begin + k), plain_norm, a_log);
           half[k] = t == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
         }
         backend.upload(dst, half.data(), n * 2);
       }
     }
-    *e.slot = view_of(data, t, e.shape);
+    *e.slot = view_of(data, t, shape);
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
   squeeze_conv_weights(w);

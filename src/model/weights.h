@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/sharding.h"
 
 namespace dcu {
 
@@ -69,8 +70,16 @@ using LoadProgress = std::function<void(size_t done, size_t total)>;
 // other backends get copies. Throws dcu::Error for missing tensors, wrong shapes or dtypes.
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const LoadProgress& progress = {});
+// One tensor-parallel rank's share (`shard`): only its slices are read from the mapped files. On the
+// CPU backend a contiguous row slice stays a view of the file; column and multi-segment slices
+// (row-parallel projections, the q|k|v sections of in_proj_qkv and conv1d) are copied.
+ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
+                          const ShardPlan& shard, const LoadProgress& progress = {});
 
 // Random weights with the shapes of `config` (benchmarks and tests that need no files).
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed);
+// One rank's share of the same random weights: every element has the value it has at one rank.
+ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
+                            const ShardPlan& shard);
 
 }  // namespace dcu

@@ -6,8 +6,8 @@
 // Tolerances (max |gpu - cpu| / max(1, max |cpu|)):
 //   exact copies and conversions (embed, gather, KV writes): 0
 //   elementwise, norms, gates, conv: 2e-5 (expf / rsqrt / summation order)
-//   matmul with F32 or BF16 weights: 1e-4 (f32 accumulation in another order; optional cuBLAS path:
-//     activations split into two bf16 parts, tensor-core accumulation)
+//   matmul with F32 or BF16 weights: 1e-4 (f32 accumulation in another order; the cuBLAS path of the
+//     bf16/f16 precision mode: activations split into two bf16 parts, tensor-core accumulation)
 //   matmul with F16 weights: 2e-3 (gfx906's v_dot2_f32_f16 rounds activations to f16)
 //   attention_prep: 2e-4 (powf/sincosf ulps times positions up to ~1000)
 //   paged attention, delta rule (outputs and state): 1e-4 (the CPU prefill uses the chunked form)
@@ -24,7 +24,7 @@ class GpuOps : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (list_gpu_devices().empty()) GTEST_SKIP() << "no GPU present";
-    gpu = make_gpu_backend(0, GpuBackendOptions{GetParam()});
+    gpu = make_gpu_backend(0, gpu_options_for_dtype("float32", GetParam()));
   }
   std::unique_ptr<Backend> gpu;
   std::mt19937 rng{1234};
@@ -78,6 +78,9 @@ TEST_P(GpuOps, Matmul) {
       {1, 17408, 5120, DType::F16},   // 27B down projection, decode
       {3, 5120, 6144, DType::F16},    // GDN z projection, a few decode rows
       {8, 5120, 48, DType::BF16},     // GDN a/b projections
+      {16, 5120, 1024, DType::BF16},  // k/v projections at batch 16 (widest GEMV)
+      {11, 6144, 5121, DType::BF16},  // N not a multiple of the block's columns
+      {13, 1001, 37, DType::F16},     // scalar GEMV past 8 rows
       {2, 256, 1024, DType::F32},     // tiny model lm_head
       {5, 77, 33, DType::BF16},       // odd K: scalar GEMV path
       {17, 5120, 520, DType::BF16},   // tiled path
@@ -97,18 +100,23 @@ TEST_P(GpuOps, Matmul) {
   }
 }
 
-// The optional vendor BLAS path (cuBLAS on CUDA builds; elsewhere the same portable kernels run).
+// The bf16/f16 precision mode: cuBLAS on CUDA builds (activations split into two 16-bit parts, tensor
+// cores, f32 accumulation); elsewhere the same portable kernels run. Both GEMV batch limits are covered.
 TEST_P(GpuOps, MatmulWithVendorBlas) {
-  auto blas = make_gpu_backend(0, GpuBackendOptions{GetParam(), true});
-  for (const MatmulCase& c : std::vector<MatmulCase>{{70, 640, 300, DType::BF16}, {300, 5120, 1000, DType::BF16},
-                                                     {33, 131, 67, DType::F16}}) {
-    HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
-    x.random(rng), w.random(rng, -0.1f, 0.1f);
-    cpu::matmul(x.t, w.t, y.t);
-    DeviceTensor dx(*blas, x), dw(*blas, w), dy(*blas, y);
-    blas->matmul(dx.t, dw.t, dy.t);
-    EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
-        << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w);
+  for (int gemv_max : {16, 4}) {
+    GpuBackendOptions o = gpu_options_for_dtype("bfloat16", GetParam());
+    o.gemv_max_tokens = gemv_max;
+    auto blas = make_gpu_backend(0, o);
+    for (const MatmulCase& c : std::vector<MatmulCase>{{70, 640, 300, DType::BF16}, {300, 5120, 1000, DType::BF16},
+                                                       {33, 131, 67, DType::F16}, {8, 5120, 1024, DType::BF16}}) {
+      HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
+      x.random(rng), w.random(rng, -0.1f, 0.1f);
+      cpu::matmul(x.t, w.t, y.t);
+      DeviceTensor dx(*blas, x), dw(*blas, w), dy(*blas, y);
+      blas->matmul(dx.t, dw.t, dy.t);
+      EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
+          << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w) << " gemv_max " << gemv_max;
+    }
   }
 }
 
@@ -162,9 +170,11 @@ TEST_P(GpuOps, AttentionPrep) {
 
 // Writes the step's K/V through the op under test, then attends over caches whose earlier positions
 // hold random values (identical on both sides).
-void check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, std::mt19937& rng) {
+// The default batch mixes prefill and decode rows; a decode-only batch gets short context splits.
+void check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, std::mt19937& rng,
+                           const std::vector<std::pair<int, int>>& seqs = {{700, 1}, {0, 37}, {300, 5}, {15, 1}}) {
   const int bs = 16, blocks = 160;
-  TestBatch batch(gpu, {{700, 1}, {0, 37}, {300, 5}, {15, 1}}, bs, blocks, 4, rng);
+  TestBatch batch(gpu, seqs, bs, blocks, 4, rng);
   const int64_t T = batch.host.num_tokens();
   HostTensor kc(DType::F32, {blocks, bs, s.nkv, s.d}), vc(DType::F32, {blocks, bs, s.nkv, s.d});
   kc.random(rng, -2, 2), vc.random(rng, -2, 2);
@@ -199,6 +209,7 @@ TEST_P(GpuOps, KvCacheWriteAndPagedAttention) {
   for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::F32, rng);
   check_paged_attention(*gpu, kAttnShapes[0], DType::F16, rng);
   check_paged_attention(*gpu, kAttnShapes[1], DType::BF16, rng);
+  for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::BF16, rng, {{700, 1}, {15, 1}, {300, 1}});
 }
 
 TEST_P(GpuOps, GdnConvAndGates) {
@@ -230,8 +241,12 @@ TEST_P(GpuOps, GdnConvAndGates) {
 
 TEST_P(GpuOps, GdnDeltaRule) {
   const std::vector<GdnDims> shapes = {{16, 48, 128, 128, 4}, {2, 6, 32, 32, 4}, {3, 6, 40, 24, 4}};
+  // mixed prefill/decode (the recurrent walk) and decode only (the one-token kernel)
+  const std::vector<std::vector<std::pair<int, int>>> batches = {{{10, 1}, {0, 20}, {5, 70}, {0, 1}},
+                                                                 {{10, 1}, {0, 1}, {300, 1}, {7, 1}, {1, 1}}};
+  for (const auto& seqs : batches)
   for (const GdnDims& dims : shapes) {
-    TestBatch batch(*gpu, {{10, 1}, {0, 20}, {5, 70}, {0, 1}}, 16, 32, 6, rng);
+    TestBatch batch(*gpu, seqs, 16, 32, 6, rng);
     const int64_t T = batch.host.num_tokens(), C = dims.conv_channels(), Hv = dims.num_value_heads;
     HostTensor qkv(DType::F32, {T, C}), g(DType::F32, {T, Hv}), beta(DType::F32, {T, Hv}),
         state(DType::F32, {6, Hv, dims.key_dim, dims.value_dim}), out(DType::F32, {T, Hv, dims.value_dim});
@@ -240,8 +255,10 @@ TEST_P(GpuOps, GdnDeltaRule) {
     GdnState cs{{}, state.t}, gs{{}, dstate.t};
     cpu::gdn_delta_rule(qkv.t, g.t, beta.t, dims, cs, batch.host_layout, out.t);
     gpu->gdn_delta_rule(dqkv.t, dg.t, dbeta.t, dims, gs, batch.device_layout, dout.t);
-    EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f) << "out Hv=" << Hv << " dk=" << dims.key_dim;
-    EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f) << "state Hv=" << Hv << " dk=" << dims.key_dim;
+    EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f)
+        << "out Hv=" << Hv << " dk=" << dims.key_dim << " seqs=" << seqs.size();
+    EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f)
+        << "state Hv=" << Hv << " dk=" << dims.key_dim << " seqs=" << seqs.size();
   }
 }
 

@@ -4,8 +4,10 @@
 // paged_attention: one block per (token, kv head, context split). The block holds the whole GQA group's
 // queries in shared memory, so each K/V row is read once for all nh/nkv heads; long contexts are cut
 // into kSplit-position pieces that run in parallel and are merged by a second kernel (flash-decoding),
-// which keeps a decode step (T = 1, nkv small) spread over the GPU. Prefill rows use the same kernel.
+// which keeps a decode step (T = 1, nkv small) spread over the GPU: the split length shrinks (down to
+// 32 positions) until the grid has a few hundred blocks. Prefill rows use the same kernel.
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/gpu/kernels.h"
@@ -15,7 +17,8 @@ namespace {
 
 constexpr int kPrepThreads = 128;
 constexpr int kAttnThreads = 256;
-constexpr int kSplit = 256;  // context positions per block
+constexpr int kSplit = 256;  // most context positions per block
+constexpr int kTargetBlocks = 256;  // a decode grid this large keeps every SM busy
 
 // grid (T, nh + nkv), block kPrepThreads; dynamic shared memory d floats.
 template <int Lanes, typename N>
@@ -74,11 +77,11 @@ __device__ int sequence_of(const int32_t* seq_row_begin, int S, int t) {
 }
 
 // grid (nkv, T, splits), block kAttnThreads. Shared: q [G, d] | p [G, kSplit] | m, l [G].
-// One split: positions [split * kSplit, min(pos + 1, (split + 1) * kSplit)). With one split the block
-// writes out; otherwise partials (o unnormalized, m, l) for the merge kernel.
+// One split: positions [split * split_len, min(pos + 1, (split + 1) * split_len)), split_len <= kSplit.
+// With one split the block writes out; otherwise partials (o unnormalized, m, l) for the merge kernel.
 template <int Lanes, typename E>
 __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAttentionArgs a, float* part_o,
-                                                                       float* part_ml, int splits) {
+                                                                       float* part_ml, int splits, int split_len) {
   extern __shared__ float smem[];
   const int G = a.nh / a.nkv, d = a.d;
   float* qs = smem;
@@ -87,7 +90,7 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
   float* ls = ms + G;
   const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
   const int pos = a.positions[t];
-  const int begin = split * kSplit, end = min(pos + 1, begin + kSplit);
+  const int begin = split * split_len, end = min(pos + 1, begin + split_len);
   const int s = sequence_of(a.seq_row_begin, a.num_seqs, t);
   const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
   const E* kc = static_cast<const E*>(a.k_cache);
@@ -197,7 +200,11 @@ void launch_kv_cache_write(const Launch& l, const float* k, const float* v, cons
 void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch) {
   if (a.T == 0) return;
   const int G = a.nh / a.nkv;
-  const int splits = (a.max_position + kSplit) / kSplit;
+  // Split length: enough blocks to cover the GPU (a decode step has only nkv * T (kv head, token)
+  // pairs), at most kSplit positions (the shared score buffer), at least 32.
+  const int want_splits = std::max(1, (kTargetBlocks + a.nkv * a.T - 1) / (a.nkv * a.T));
+  const int split_len = std::clamp((a.max_position + want_splits) / want_splits, 32, kSplit);
+  const int splits = (a.max_position + split_len) / split_len;
   const size_t smem = (size_t(G) * a.d + size_t(G) * kSplit + 2 * size_t(G)) * sizeof(float);
   float* part_o = nullptr;
   float* part_ml = nullptr;
@@ -210,7 +217,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
     with_elem_type(a.cache_type, [&](auto e) {
       auto kernel = paged_attention_kernel<decltype(lanes)::value, decltype(e)>;
       if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      kernel<<<dim3(a.nkv, a.T, splits), kAttnThreads, smem, l.stream>>>(a, part_o, part_ml, splits);
+      kernel<<<dim3(a.nkv, a.T, splits), kAttnThreads, smem, l.stream>>>(a, part_o, part_ml, splits, split_len);
     });
   });
   GPU_CHECK_LAUNCH();

@@ -3,8 +3,12 @@
 // delta rule: every column c of a value head's state S [dk, dv] evolves on its own (given the token's
 // k, q, beta, g and v[c]), so a logical warp owns one column and keeps it in registers, each lane
 // holding R rows (dk <= R * Lanes). Per token: decay, mem = S^T k (warp sum), S += k (beta (v - mem)),
-// o = S^T q (warp sum). The tokens of a sequence are walked inside one launch (decode and prefill),
-// the state is read once and written once per launch.
+// o = S^T q (warp sum). The tokens of a sequence are walked inside one launch (prefill), the state is
+// read once and written once per launch.
+// Decode steps (one token per sequence) use a second layout: lanes run along the columns, so every
+// state row is read and written as whole coalesced lines (the column-per-warp layout touches one 4-byte
+// word per 32-byte sector per lane), and the block's logical warps split the rows, reducing S^T k and
+// S^T q through shared memory.
 
 #include <cmath>
 
@@ -132,6 +136,83 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
   }
 }
 
+// grid (ceil(dv / Lanes), Hv, S), block kDeltaThreads = G logical warps; one token per sequence.
+// Thread (g, lane) holds column c = blockIdx.x * Lanes + lane, rows g, g + G, ... (R of them).
+template <int Lanes, int R>
+__global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaRuleArgs a, GdnBatch b) {
+  constexpr int G = kDeltaThreads / Lanes;
+  extern __shared__ float qk[];  // q [dk] | k [dk]
+  __shared__ float mem_part[G][Lanes], out_part[G][Lanes], inv_norm[2];
+  const int dk = a.dk, dv = a.dv, Hv = a.Hv;
+  const int64_t C = 2 * int64_t(a.Hk) * dk + int64_t(Hv) * dv;
+  const int j = blockIdx.y, s = blockIdx.z, kh = j / (Hv / a.Hk);
+  const int g = threadIdx.x / Lanes, lane = threadIdx.x % Lanes;
+  const int c = blockIdx.x * Lanes + lane;
+  const bool active = c < dv;
+  const int row = b.seq_row_begin[s];
+  if (b.seq_row_begin[s + 1] == row) return;  // no token this step (uniform per block)
+  float* S = a.state + (int64_t(b.state_slots[s]) * Hv + j) * dk * dv;
+  const bool fresh = b.seq_context_before[s] == 0;
+  float st[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int r = g + i * G;
+    st[i] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
+  }
+  const float* u = a.qkv + int64_t(row) * C;
+  for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+    qk[i] = u[int64_t(kh) * dk + i];
+    qk[dk + i] = u[int64_t(a.Hk) * dk + int64_t(kh) * dk + i];
+  }
+  __syncthreads();
+  if (g < 2) {  // logical warp 0: |q|, 1: |k|
+    float ss = 0.0f;
+    for (int i = lane; i < dk; i += Lanes) ss += qk[g * dk + i] * qk[g * dk + i];
+    ss = warp_sum<Lanes>(ss);
+    if (lane == 0) inv_norm[g] = (g == 0 ? 1.0f / sqrtf(float(dk)) : 1.0f) / sqrtf(ss + 1e-6f);
+  }
+  __syncthreads();
+  const float q_inv = inv_norm[0], k_inv = inv_norm[1];
+  const float decay = expf(a.g[int64_t(row) * Hv + j]);
+  const float bt = a.beta[int64_t(row) * Hv + j];
+  float mem = 0.0f;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int r = g + i * G;
+    st[i] *= decay;
+    if (r < dk) mem += st[i] * qk[dk + r];
+  }
+  mem_part[g][lane] = mem * k_inv;
+  __syncthreads();
+  mem = 0.0f;
+#pragma unroll
+  for (int v = 0; v < G; ++v) mem += mem_part[v][lane];
+  const float delta = active ? bt * (u[2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] - mem) : 0.0f;
+  float o = 0.0f;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int r = g + i * G;
+    if (r < dk) {
+      st[i] += qk[dk + r] * k_inv * delta;
+      o += st[i] * qk[r];
+    }
+  }
+  out_part[g][lane] = o * q_inv;
+  __syncthreads();
+  if (!active) return;
+  if (g == 0) {
+    o = 0.0f;
+#pragma unroll
+    for (int v = 0; v < G; ++v) o += out_part[v][lane];
+    a.out[(int64_t(row) * Hv + j) * dv + c] = o;
+  }
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int r = g + i * G;
+    if (r < dk) S[int64_t(r) * dv + c] = st[i];
+  }
+}
+
 }  // namespace
 
 void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DType weight_type, float* conv_state,
@@ -164,10 +245,21 @@ void launch_gdn_gates(const Launch& l, const float* a, const float* b, const voi
 void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBatch& b) {
   if (b.num_seqs == 0) return;
   if (a.Hv % a.Hk != 0) fail_call("gdn_delta_rule", __FILE__, __LINE__, "Hv must be a multiple of Hk");
+  const size_t smem = 2 * size_t(a.dk) * sizeof(float);
   with_lanes(l.lanes, [&](auto lanes) {
     constexpr int Lanes = decltype(lanes)::value;
+    constexpr int G = kDeltaThreads / Lanes;
+    if (a.max_rows_per_seq == 1 && a.dk <= 64 * G) {
+      const dim3 grid(blocks_for(a.dv, Lanes), a.Hv, b.num_seqs);
+      auto go = [&](auto r) {
+        delta_rule_decode_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, smem, l.stream>>>(a, b);
+      };
+      if (a.dk <= 16 * G) go(std::integral_constant<int, 16>{});
+      else if (a.dk <= 32 * G) go(std::integral_constant<int, 32>{});
+      else go(std::integral_constant<int, 64>{});
+      return;
+    }
     const dim3 grid(blocks_for(a.dv, kDeltaThreads / Lanes), a.Hv, b.num_seqs);
-    const size_t smem = 2 * size_t(a.dk) * sizeof(float);
     auto go = [&](auto r) {
       delta_rule_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, smem, l.stream>>>(a, b);
     };

@@ -37,6 +37,9 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     lanes_ = options.logical_warp == 0 ? gpu::kNativeLanes : options.logical_warp;
     if (lanes_ != gpu::kNativeLanes && !(lanes_ == 64 && gpu::kNativeLanes == 32))
       fail("logical warp width {} is not supported on this build (native {})", lanes_, gpu::kNativeLanes);
+    if (options.gemv_max_tokens < 1 || options.gemv_max_tokens > gpu::kGemvMaxTokens)
+      fail("gemv_max_tokens {} is outside 1..{}", options.gemv_max_tokens, gpu::kGemvMaxTokens);
+    gemv_max_tokens_ = options.gemv_max_tokens;
 #if defined(DCUSERVE_CUDA)
     if (options.vendor_blas) {
       cublasHandle_t handle = nullptr;
@@ -197,6 +200,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     a.qkv = qkv.as<float>(), a.g = g.as<float>(), a.beta = beta.as<float>();
     a.state = state.recurrent.as<float>(), a.out = out.as<float>();
     a.Hk = dims.num_key_heads, a.Hv = dims.num_value_heads, a.dk = dims.key_dim, a.dv = dims.value_dim;
+    for (int s = 0; s < batch.num_seqs(); ++s) a.max_rows_per_seq = std::max(a.max_rows_per_seq, batch.host->seq_rows(s));
     gpu::launch_gdn_delta_rule(launch(), a, gdn_batch(batch));
   }
   void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
@@ -213,7 +217,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_, lanes_, blas_};
+    return Launch{stream_, lanes_, blas_, gemv_max_tokens_};
   }
   // Scratch: grows on demand; the old buffer is freed only after the stream has drained.
   void* get(size_t bytes) override {
@@ -231,6 +235,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
 
   int device_ = 0;
   int lanes_ = gpu::kNativeLanes;
+  int gemv_max_tokens_ = gpu::kGemvMaxTokens;
   gpuStream_t stream_ = nullptr;
   void* blas_ = nullptr;
   void* scratch_ = nullptr;

@@ -22,11 +22,23 @@ struct GpuBackendOptions {
   // Logical warp width of the kernels: 0 = the device's own (32 NVIDIA, 64 gfx906). 64 on an NVIDIA
   // GPU runs the wave64 code paths (two warps joined through shared memory) to verify them there.
   int logical_warp = 0;
-  // CUDA builds: hand large bf16/f16 matmuls to cuBLAS. Off: the portable tiled kernel everywhere.
-  // Off by default: on H200 the tensor-core path measured 4-8x the logit error of the f32 kernels
-  // (docs/KERNELS.md), too much for the golden tolerance while activations are f32.
-  bool vendor_blas = false;
+  // CUDA builds: matmuls of bf16/f16 weights with more than gemv_max_tokens rows go to cuBLAS (tensor
+  // cores, activations split into two 16-bit parts, f32 accumulation): the bf16/f16 precision mode,
+  // logits within 1e-2 of an f32 reference. Off: the portable f32 kernels everywhere (within 1e-3).
+  // HIP builds ignore it (no rocBLAS in Debian). See gpu_options_for_dtype().
+  bool vendor_blas = true;
+  // Matmuls with at most this many token rows (1..16) use the bandwidth-bound GEMV.
+  int gemv_max_tokens = 16;
 };
+
+// The options for an engine's --dtype: "float32" keeps every matmul on the f32 kernels (the 1e-3
+// tolerance); "bfloat16", "float16" and "auto" use tensor cores for prefill and large batches.
+inline GpuBackendOptions gpu_options_for_dtype(const std::string& dtype, int logical_warp = 0) {
+  GpuBackendOptions o;
+  o.logical_warp = logical_warp;
+  o.vendor_blas = dtype != "float32";
+  return o;
+}
 
 std::vector<GpuDeviceInfo> list_gpu_devices();
 std::unique_ptr<Backend> make_gpu_backend(int device_index, const GpuBackendOptions& options = {});

@@ -15,7 +15,8 @@ namespace dcu::gpu {
 struct Launch {
   gpuStream_t stream = nullptr;
   int lanes = kNativeLanes;
-  void* blas = nullptr;  // cublasHandle_t on CUDA builds, else null
+  void* blas = nullptr;  // cublasHandle_t on CUDA builds when large 16-bit matmuls go to cuBLAS, else null
+  int gemv_max_tokens = 16;  // matmuls with at most this many token rows use the GEMV
 };
 
 // Backend-owned device scratch that grows on demand (ops never allocate their outputs).
@@ -49,10 +50,8 @@ struct MatmulArgs {
   float* y = nullptr;        // [T, N]
   int64_t T = 0, K = 0, N = 0;
 };
-// Token counts at or below this use the GEMV kernel (weights streamed once for all rows).
-constexpr int64_t kGemvMaxTokens = 8;
-// CUDA builds hand bf16/f16 weights to cuBLAS from this many tokens on.
-constexpr int64_t kBlasMinTokens = 32;
+// The GEMV kernel (weights streamed once for all rows) handles at most this many token rows.
+constexpr int64_t kGemvMaxTokens = 16;
 void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
 
 // ---- attention.cu --------------------------------------------------------------------------------

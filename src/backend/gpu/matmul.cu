@@ -1,10 +1,14 @@
 // y = x . w^T with f32 activations and F32/F16/BF16 weights, f32 accumulation.
-//  - T <= kGemvMaxTokens (decode): GEMV, one logical warp per output column, every weight row read once
-//    for all token rows; 16-byte weight loads. On gfx906 F16 weights go through v_dot2_f32_f16 (the
-//    activations are rounded to f16 for the dot, the sum stays f32); BF16 is widened by a shift.
-//  - larger T: a portable 64x64 shared-memory tiled kernel; on CUDA builds bf16/f16 weights with
-//    T >= kBlasMinTokens go to cuBLAS (tensor cores, f32 compute) with the activations split into a
-//    high and a low 16-bit part (x = hi + lo, two GEMMs), which keeps the result near f32 accuracy.
+//  - T <= gemv_max_tokens (decode): GEMV. A block owns C output columns and its threads split K in
+//    8-element chunks, so every weight row is streamed exactly once (16-byte loads, C rows in flight
+//    per thread) for all T token rows, and even a narrow matrix ([1024, 5120]) spreads over the GPU
+//    (split-K inside the block, reduced through shared memory). On gfx906 F16 weights go through
+//    v_dot2_f32_f16 (the activations are rounded to f16 for the dot, the sum stays f32); BF16 is
+//    widened by a shift (gfx906 has no bf16 arithmetic).
+//  - larger T, exact precision: a portable 64x64 shared-memory tiled kernel, f32 FMA.
+//  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): the activations are split into a high
+//    and a low part in the weight's 16-bit type (x = hi + lo) and two cublasGemmEx calls run on tensor
+//    cores with f32 accumulation and output.
 
 #include "backend/gpu/kernels.h"
 
@@ -16,15 +20,27 @@ namespace dcu::gpu {
 namespace {
 
 constexpr int kGemvThreads = 256;
+constexpr int kGemvColumns = 4;  // output columns per block: C weight loads in flight per thread
+
+// 16 bytes of weights; on CUDA marked streaming (read once: leave L1 to the activations).
+__device__ __forceinline__ uint4 load16(const void* p) {
+#if defined(DCUSERVE_CUDA)
+  return __ldcs(reinterpret_cast<const uint4*>(p));
+#else
+  return *reinterpret_cast<const uint4*>(p);
+#endif
+}
 
 // Eight consecutive weights widened to f32 (16-byte aligned source).
 __device__ __forceinline__ void load8(const float* w, float* out) {
-  const float4 a = reinterpret_cast<const float4*>(w)[0], b = reinterpret_cast<const float4*>(w)[1];
-  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+  const uint4 a = load16(w), b = load16(w + 4);
+  const uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = __uint_as_float(words[i]);
 }
 template <typename H>
 __device__ __forceinline__ void load8(const H* w, float* out) {
-  const uint4 u = *reinterpret_cast<const uint4*>(w);
+  const uint4 u = load16(w);
   const uint32_t words[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -35,64 +51,101 @@ __device__ __forceinline__ void load8(const H* w, float* out) {
 
 #if defined(__gfx906__)
 typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
-// acc += dot(8 f16 weights, 8 f32 activations) with v_dot2_f32_f16 (f16 products, f32 accumulation).
-__device__ __forceinline__ float dot8_f16(uint4 wbits, const float* xp, float acc) {
-  const float4 a = reinterpret_cast<const float4*>(xp)[0], b = reinterpret_cast<const float4*>(xp)[1];
-  acc = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wbits.x), half2_t{_Float16(a.x), _Float16(a.y)}, acc, false);
-  acc = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wbits.y), half2_t{_Float16(a.z), _Float16(a.w)}, acc, false);
-  acc = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wbits.z), half2_t{_Float16(b.x), _Float16(b.y)}, acc, false);
-  acc = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wbits.w), half2_t{_Float16(b.z), _Float16(b.w)}, acc, false);
-  return acc;
-}
 #endif
 
-// grid (ceil(N / warps)), block kGemvThreads; logical warp -> output column n; TR >= T token rows.
-// x [T, K], w [N, K], y [T, N]. Vec: K % 8 == 0 and 16-byte aligned rows.
-template <int Lanes, int TR, typename W, bool Vec>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* x, const W* w, float* y, int T, int64_t K,
-                                                            int64_t N) {
-  const int64_t n = int64_t(blockIdx.x) * (blockDim.x / Lanes) + threadIdx.x / Lanes;
-  const int lane = threadIdx.x % Lanes;
-  if (n >= N) return;  // uniform across the logical warp
-  const W* wr = w + n * K;
-  float acc[TR];
+// grid (ceil(N / C)), block kGemvThreads. x [T, K], w [N, K], y [T, N]; TR >= T token rows.
+// Vec: K % 8 == 0 and 16-byte aligned rows (thread i takes chunks i, i + threads, ...); otherwise
+// element-wise over K.
+template <int Lanes, int TR, int C, typename W, bool Vec>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restrict__ x, const W* __restrict__ w,
+                                                            float* __restrict__ y, int T, int64_t K, int64_t N) {
+  __shared__ float partial[kGemvThreads / Lanes][C * TR];
+  const int64_t n0 = int64_t(blockIdx.x) * C;
+  const W* wr[C];
 #pragma unroll
-  for (int t = 0; t < TR; ++t) acc[t] = 0.0f;
+  for (int c = 0; c < C; ++c) wr[c] = w + min(n0 + c, N - 1) * K;  // past N: re-reads the last row, unused
+  float acc[C][TR];
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+#pragma unroll
+    for (int t = 0; t < TR; ++t) acc[c][t] = 0.0f;
+
   if constexpr (Vec) {
-    for (int64_t k = int64_t(lane) * 8; k < K; k += int64_t(Lanes) * 8) {
+    for (int64_t k = int64_t(threadIdx.x) * 8; k < K; k += int64_t(kGemvThreads) * 8) {
 #if defined(__gfx906__)
       if constexpr (std::is_same_v<W, F16>) {
-        const uint4 wbits = *reinterpret_cast<const uint4*>(wr + k);
+        uint4 wb[C];
 #pragma unroll
-        for (int t = 0; t < TR; ++t)
-          if (t < T) acc[t] = dot8_f16(wbits, x + int64_t(t) * K + k, acc[t]);
+        for (int c = 0; c < C; ++c) wb[c] = load16(wr[c] + k);
+#pragma unroll
+        for (int t = 0; t < TR; ++t) {
+          if (t < T) {
+            const float* xp = x + int64_t(t) * K + k;
+            const float4 a = reinterpret_cast<const float4*>(xp)[0], b = reinterpret_cast<const float4*>(xp)[1];
+            const half2_t x0{_Float16(a.x), _Float16(a.y)}, x1{_Float16(a.z), _Float16(a.w)};
+            const half2_t x2{_Float16(b.x), _Float16(b.y)}, x3{_Float16(b.z), _Float16(b.w)};
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              float s = acc[c][t];  // v_dot2_f32_f16: f16 products, f32 accumulation
+              s = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wb[c].x), x0, s, false);
+              s = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wb[c].y), x1, s, false);
+              s = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wb[c].z), x2, s, false);
+              acc[c][t] = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, wb[c].w), x3, s, false);
+            }
+          }
+        }
         continue;
       }
 #endif
-      float wv[8];
-      load8(wr + k, wv);
+      float wv[C][8];
+#pragma unroll
+      for (int c = 0; c < C; ++c) load8(wr[c] + k, wv[c]);
 #pragma unroll
       for (int t = 0; t < TR; ++t) {
         if (t < T) {
           const float* xp = x + int64_t(t) * K + k;
           const float4 a = reinterpret_cast<const float4*>(xp)[0], b = reinterpret_cast<const float4*>(xp)[1];
-          acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w + wv[4] * b.x + wv[5] * b.y +
-                    wv[6] * b.z + wv[7] * b.w;
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            acc[c][t] += wv[c][0] * a.x + wv[c][1] * a.y + wv[c][2] * a.z + wv[c][3] * a.w + wv[c][4] * b.x +
+                         wv[c][5] * b.y + wv[c][6] * b.z + wv[c][7] * b.w;
         }
       }
     }
   } else {
-    for (int64_t k = lane; k < K; k += Lanes) {
-      const float wk = to_f32(wr[k]);
+    for (int64_t k = threadIdx.x; k < K; k += kGemvThreads) {
+      float wk[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) wk[c] = to_f32(wr[c][k]);
 #pragma unroll
       for (int t = 0; t < TR; ++t)
-        if (t < T) acc[t] += wk * x[int64_t(t) * K + k];
+        if (t < T) {
+          const float xv = x[int64_t(t) * K + k];
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[c][t] += wk[c] * xv;
+        }
     }
   }
+
+  // Split-K reduction: logical warps, then across the block's warps through shared memory.
+  const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes;
 #pragma unroll
-  for (int t = 0; t < TR; ++t) {
-    const float s = warp_sum<Lanes>(acc[t]);
-    if (lane == 0 && t < T) y[int64_t(t) * N + n] = s;
+  for (int c = 0; c < C; ++c)
+#pragma unroll
+    for (int t = 0; t < TR; ++t)
+      if (t < T) {
+        const float s = warp_sum<Lanes>(acc[c][t]);
+        if (lane == 0) partial[warp][c * TR + t] = s;
+      }
+  __syncthreads();
+  for (int i = threadIdx.x; i < C * TR; i += kGemvThreads) {
+    const int c = i / TR, t = i % TR;
+    if (t < T && n0 + c < N) {
+      float s = 0.0f;
+#pragma unroll
+      for (int v = 0; v < kGemvThreads / Lanes; ++v) s += partial[v][i];
+      y[int64_t(t) * N + n0 + c] = s;
+    }
   }
 }
 
@@ -142,22 +195,23 @@ template <int Lanes, typename W>
 void launch_gemv(const Launch& l, const MatmulArgs& a) {
   const bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
-  const unsigned grid = blocks_for(a.N, kGemvThreads / Lanes);
+  const unsigned grid = blocks_for(a.N, kGemvColumns);
   const W* w = static_cast<const W*>(a.w);
   const int T = int(a.T);
   auto go = [&](auto tr) {
     constexpr int TR = decltype(tr)::value;
-    if (vec) gemv_kernel<Lanes, TR, W, true><<<grid, kGemvThreads, 0, l.stream>>>(a.x, w, a.y, T, a.K, a.N);
-    else gemv_kernel<Lanes, TR, W, false><<<grid, kGemvThreads, 0, l.stream>>>(a.x, w, a.y, T, a.K, a.N);
+    if (vec) gemv_kernel<Lanes, TR, kGemvColumns, W, true><<<grid, kGemvThreads, 0, l.stream>>>(a.x, w, a.y, T, a.K, a.N);
+    else gemv_kernel<Lanes, TR, kGemvColumns, W, false><<<grid, kGemvThreads, 0, l.stream>>>(a.x, w, a.y, T, a.K, a.N);
   };
   if (T == 1) go(std::integral_constant<int, 1>{});
   else if (T <= 2) go(std::integral_constant<int, 2>{});
   else if (T <= 4) go(std::integral_constant<int, 4>{});
-  else go(std::integral_constant<int, 8>{});
+  else if (T <= 8) go(std::integral_constant<int, 8>{});
+  else go(std::integral_constant<int, kGemvMaxTokens>{});
 }
 
 #if defined(DCUSERVE_CUDA)
-// x [n] f32 -> hi, lo 16-bit with x ~= hi + lo.
+// x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even).
 template <typename H>
 __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -174,12 +228,14 @@ __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
     if (st_ != CUBLAS_STATUS_SUCCESS) fail_call(#expr, __FILE__, __LINE__, cublasGetStatusString(st_)); \
   } while (0)
 
+// Two tensor-core GEMMs, y = w . hi + w . lo: rounding the activations to 16 bits once moved logits
+// of the test models by up to 0.9 (tiny) and 0.08 (demo); with the low part they stay near 1e-3.
 template <typename H>
 void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   const int64_t n = a.T * a.K;
   H* hi = static_cast<H*>(scratch.get(size_t(2 * n) * sizeof(H)));
   H* lo = hi + n;
-  split_kernel<H><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 4096)), 256, 0, l.stream>>>(a.x, hi, lo, n);
+  split_kernel<H><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, l.stream>>>(a.x, hi, lo, n);
   GPU_CHECK_LAUNCH();
   const cudaDataType_t type = std::is_same_v<H, Bf16> ? CUDA_R_16BF : CUDA_R_16F;
   auto handle = static_cast<cublasHandle_t>(l.blas);
@@ -199,13 +255,13 @@ void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   if (a.T == 0 || a.N == 0) return;
   with_elem_type(a.w_type, [&](auto e) {
     using W = decltype(e);
-    if (a.T <= kGemvMaxTokens) {
+    if (a.T <= std::min<int64_t>(l.gemv_max_tokens, kGemvMaxTokens)) {
       with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, W>(l, a); });
       return;
     }
 #if defined(DCUSERVE_CUDA)
     if constexpr (!std::is_same_v<W, float>) {
-      if (a.T >= kBlasMinTokens && l.blas) return blas_matmul<W>(l, a, scratch);
+      if (l.blas) return blas_matmul<W>(l, a, scratch);
     }
 #endif
     const dim3 grid(blocks_for(a.N, kTile), blocks_for(a.T, kTile));

@@ -153,6 +153,8 @@ std::optional<double> parse_float(const std::string& text) {
 
 Value filter_int(const Value& v, const Value& fallback, int64_t base) {
   switch (v.type) {
+    case Type::Undefined:  // int(Undefined) raises rather than failing with TypeError
+      undefined_error(v);
     case Type::Bool:
     case Type::Int:
       return Value::from_int(v.as_int());
@@ -173,6 +175,7 @@ Value filter_int(const Value& v, const Value& fallback, int64_t base) {
 }
 
 Value filter_float(const Value& v, const Value& fallback) {
+  if (v.is_undefined()) undefined_error(v);
   if (v.is_number()) return Value::from_float(v.as_double());
   if (v.type == Type::String)
     if (auto d = parse_float(v.text)) return Value::from_float(*d);
@@ -286,11 +289,13 @@ Value min_max(Interpreter& in, const Value& v, CallArgs& args, bool want_max, co
 
 Value indent(const Value& v, CallArgs& args) {
   BoundArgs a("indent", args, {"width", "first", "blank"});
+  if (v.is_undefined()) undefined_error(v);
+  if (v.type != Type::String) template_fail("unsupported operand type(s) for +=: '{}' and 'str'", v.type_name());
   Value width = a.get(0, Value::from_int(4));
   std::string pad = width.type == Type::String ? width.text : std::string(size_t(std::clamp<int64_t>(int_param(width, "indent"), 0, 100000)), ' ');
   bool first = a.get(1, Value::from_bool(false)).truthy();
   bool blank = a.get(2, Value::from_bool(false)).truthy();
-  std::vector<std::string> lines = py_splitlines(v.str() + "\n");
+  std::vector<std::string> lines = py_splitlines(v.text + "\n");
   std::string rv;
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + pad : "") + lines[i];
@@ -308,11 +313,12 @@ Value truncate(const Value& v, CallArgs& args) {
   bool killwords = a.get(1, Value::from_bool(false)).truthy();
   std::string end = a.get(2, Value::from_string("...")).str();
   int64_t leeway = int_param(a.get(3, Value::from_int(5)), "truncate");
-  std::u32string s = utf8_decode(v.str());
   int64_t end_len = int64_t(utf8_decode(end).size());
   if (length < end_len) template_fail("expected length >= {}, got {}", end_len, length);
   if (leeway < 0) template_fail("expected leeway >= 0, got {}", leeway);
-  if (int64_t(s.size()) - leeway <= length) return Value::from_string(utf8_encode(s));
+  if (jinja::length(v) - leeway <= length) return v;  // Python's len(): any sized value passes through
+  if (v.type != Type::String) template_fail("truncate: expected a string, got {}", v.type_name());
+  std::u32string s = utf8_decode(v.text);
   std::string head = utf8_encode(s.substr(0, size_t(length - end_len)));
   if (killwords) return Value::from_string(head + end);
   return Value::from_string(py_split(head, std::string(" "), 1, true)[0] + end);

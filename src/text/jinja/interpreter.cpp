@@ -4,6 +4,7 @@
 
 #include "text/jinja/builtins.h"
 #include "text/jinja/error.h"
+#include "text/jinja/string_ops.h"
 #include "text/jinja/unicode.h"
 
 namespace dcu::jinja {
@@ -50,8 +51,8 @@ bool mul_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_over
 // Python's slice.indices(): normalized start/stop for a sequence of length n.
 void slice_indices(int64_t n, const Value& start, const Value& stop, int64_t step, int64_t& lo, int64_t& hi) {
   auto clamp = [&](const Value& v, int64_t def) {
-    if (v.is_none() || v.is_undefined()) return def;
-    if (!v.is_integral()) template_fail("slice indices must be integers or None");
+    if (v.is_none()) return def;
+    if (!v.is_integral()) template_fail("slice indices must be integers or None or have an __index__ method");
     int64_t x = v.as_int();
     if (x < 0) {
       x += n;
@@ -63,6 +64,35 @@ void slice_indices(int64_t n, const Value& start, const Value& stop, int64_t ste
   };
   lo = clamp(start, step < 0 ? n - 1 : 0);
   hi = clamp(stop, step < 0 ? -1 : n);
+}
+
+bool is_negative_literal(const Expr& e) {
+  return e.kind == Expr::Kind::Literal && e.value.is_number() && e.value.type != Type::Bool && e.value.as_double() < 0;
+}
+
+// Whether jinja2's optimizer folds the expression to a constant (no names, calls or filters).
+bool is_constant(const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::Literal:
+      return true;
+    case Expr::Kind::Unary:
+    case Expr::Kind::Binary:
+    case Expr::Kind::And:
+    case Expr::Kind::Or:
+    case Expr::Kind::Not:
+    case Expr::Kind::Compare:
+    case Expr::Kind::List:
+    case Expr::Kind::Tuple:
+    case Expr::Kind::Dict:
+    case Expr::Kind::Condition:
+      for (const Expr* child : {e.a.get(), e.b.get(), e.c.get(), e.d.get()})
+        if (child && !is_constant(*child)) return false;
+      for (const auto& item : e.items)
+        if (!is_constant(*item)) return false;
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -211,8 +241,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, st
   if (items.empty()) {
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
-    exec_body(s.else_body, inner, out);
-    return Flow::Normal;
+    return exec_body(s.else_body, inner, out);  // a break there belongs to an enclosing loop
   }
   const int64_t n = int64_t(items.size());
   Value loop = Value::new_namespace("LoopContext");
@@ -361,8 +390,8 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
 Value Interpreter::eval_slice(const Value& obj, const Value& start, const Value& stop, const Value& step_value) {
   if (obj.is_undefined()) undefined_error(obj);
   int64_t step = 1;
-  if (!step_value.is_none() && !step_value.is_undefined()) {
-    if (!step_value.is_integral()) template_fail("slice indices must be integers or None");
+  if (!step_value.is_none()) {
+    if (!step_value.is_integral()) template_fail("slice indices must be integers or None or have an __index__ method");
     step = step_value.as_int();
     if (step == 0) template_fail("slice step cannot be zero");
   }
@@ -386,7 +415,8 @@ Value Interpreter::eval_slice(const Value& obj, const Value& start, const Value&
     v.type = obj.type;
     return v;
   }
-  return Value::undefined(fmt::format("'{}' object is not subscriptable", obj.type_name()));
+  // jinja2 compiles slices to plain Python subscripts, so a bad one is an error, not Undefined.
+  template_fail("'{}' object is not subscriptable", obj.type_name());
 }
 
 Value Interpreter::call(const Value& callee, CallArgs& args) {
@@ -479,7 +509,11 @@ Value Interpreter::eval_binary(const std::string& op, const Value& a, const Valu
     return v;
   }
   if (!both_numbers) {
-    if (op == "%" && a.type == Type::String) template_fail("printf-style string formatting (%) is not supported");
+    if (op == "%" && a.type == Type::String) {
+      std::string s = py_percent_format(a.text, b);
+      check_size(s.size());
+      return Value::from_string(std::move(s));
+    }
     unsupported(op.c_str(), a, b);
   }
   if (op == "/") {
@@ -497,7 +531,9 @@ Value Interpreter::eval_binary(const std::string& op, const Value& a, const Valu
       return Value::from_int(result);
     }
     if (a.as_double() == 0 && b.as_double() < 0) template_fail("0.0 cannot be raised to a negative power");
-    return Value::from_float(std::pow(a.as_double(), b.as_double()));
+    double r = std::pow(a.as_double(), b.as_double());
+    if (std::isinf(r) && std::isfinite(a.as_double()) && std::isfinite(b.as_double())) template_fail("(34, 'Numerical result out of range')");
+    return Value::from_float(r);
   }
   if (c == '/' || c == '%') {  // "//" and "%": Python's floor semantics
     if (b.as_double() == 0) template_fail("integer division or modulo by zero");
@@ -598,6 +634,12 @@ Value Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
       return Value::from_int(-v.as_int());
     }
     case Expr::Kind::Binary:
+      if (e.name == "**" && is_negative_literal(*e.a) && !is_constant(*e.b)) {
+        // jinja2 writes a folded negative literal into the generated Python unparenthesized, so
+        // `-2 ** x` computes -(2 ** x) there (while a fully constant `-2 ** 2` folds to 4).
+        Value magnitude = eval_binary("-", Value::from_int(0), e.a->value);
+        return eval_binary("-", Value::from_int(0), eval_binary("**", magnitude, eval(*e.b, scope)));
+      }
       return eval_binary(e.name, eval(*e.a, scope), eval(*e.b, scope));
     case Expr::Kind::And: {
       Value a = eval(*e.a, scope);

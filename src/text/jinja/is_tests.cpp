@@ -48,7 +48,8 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
   if (name == "mapping") return v.type == Type::Dict;
   if (name == "sequence") return v.type == Type::String || v.is_sequence_type() || v.type == Type::Dict || v.is_undefined();
   if (name == "iterable")
-    return v.type == Type::String || v.is_sequence_type() || v.type == Type::Generator || v.type == Type::Dict || v.is_undefined();
+    return v.type == Type::String || v.is_sequence_type() || v.type == Type::Generator || v.type == Type::View ||
+           v.type == Type::Dict || v.is_undefined();
   if (name == "number") return v.is_number();
   if (name == "integer") return v.type == Type::Int;
   if (name == "float") return v.type == Type::Float;

@@ -76,6 +76,44 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
                                          int_arg(a.get(2, Value::from_int(-1)), fn)));
   }
   if (name == "format") return Value::from_string(py_format(s, args));
+  if (name == "splitlines") {
+    BoundArgs a(fn, args, {});
+    return string_list(py_splitlines(s));
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    BoundArgs a(fn, args, {"affix"});
+    const std::string& x = string_arg(a.required(0, fn), fn);
+    bool prefix = name == "removeprefix";
+    if (!affix_match(s, Value::from_string(x), prefix, fn)) return Value::from_string(s);
+    return Value::from_string(prefix ? s.substr(x.size()) : s.substr(0, s.size() - x.size()));
+  }
+  if (name == "partition" || name == "rpartition") {
+    BoundArgs a(fn, args, {"sep"});
+    const std::string& sep = string_arg(a.required(0, fn), fn);
+    if (sep.empty()) template_fail("empty separator");
+    size_t f = name == "partition" ? s.find(sep) : s.rfind(sep);
+    if (f == std::string::npos) {
+      Value e = Value::from_string("");
+      return name == "partition" ? Value::tuple({Value::from_string(s), e, e}) : Value::tuple({e, e, Value::from_string(s)});
+    }
+    return Value::tuple({Value::from_string(s.substr(0, f)), Value::from_string(sep), Value::from_string(s.substr(f + sep.size()))});
+  }
+  if (name == "ljust" || name == "rjust" || name == "zfill") {
+    BoundArgs a(fn, args, name == "zfill" ? std::initializer_list<const char*>{"width"} : std::initializer_list<const char*>{"width", "fillchar"});
+    int64_t width = std::min<int64_t>(int_arg(a.required(0, fn), fn), 1 << 20);
+    std::u32string cps = utf8_decode(s);
+    if (width <= int64_t(cps.size())) return Value::from_string(s);
+    size_t pad = size_t(width) - cps.size();
+    if (name == "zfill") {
+      size_t sign = !cps.empty() && (cps[0] == '-' || cps[0] == '+') ? 1 : 0;
+      cps.insert(sign, pad, U'0');
+      return Value::from_string(utf8_encode(cps));
+    }
+    std::u32string fill = utf8_decode(a.get(1, Value::from_string(" ")).str());
+    if (fill.size() != 1) template_fail("The fill character must be exactly one character long");
+    cps.insert(name == "ljust" ? cps.size() : 0, pad, fill[0]);
+    return Value::from_string(utf8_encode(cps));
+  }
   if (name == "join") {
     BoundArgs a(fn, args, {"iterable"});
     std::string out;
@@ -88,8 +126,9 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     }
     return Value::from_string(std::move(out));
   }
-  BoundArgs a(fn, args, name == "find" || name == "count" ? std::initializer_list<const char*>{"sub"} : std::initializer_list<const char*>{});
+  BoundArgs a(fn, args, name == "find" || name == "rfind" || name == "count" ? std::initializer_list<const char*>{"sub"} : std::initializer_list<const char*>{});
   if (name == "find") return Value::from_int(py_find(s, string_arg(a.required(0, fn), fn)));
+  if (name == "rfind") return Value::from_int(py_find(s, string_arg(a.required(0, fn), fn), true));
   if (name == "count") return Value::from_int(py_count(s, string_arg(a.required(0, fn), fn)));
   if (name == "upper") return Value::from_string(py_upper(s));
   if (name == "lower") return Value::from_string(py_lower(s));
@@ -98,6 +137,7 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
   if (name == "isdigit") return Value::from_bool(all_code_points(s, [](char32_t c) { return c >= '0' && c <= '9'; }));
   if (name == "isspace") return Value::from_bool(all_code_points(s, is_py_space));
   if (name == "isalnum") return Value::from_bool(all_code_points(s, is_alnum));
+  if (name == "isalpha") return Value::from_bool(all_code_points(s, is_alpha));
   if (name == "islower" || name == "isupper") return Value::from_bool(py_is_cased_as(s, name == "islower"));
   template_fail("'str' object has no method '{}'", name);
 }
@@ -105,8 +145,10 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
 const std::unordered_set<std::string> kStringMethods = {"startswith", "endswith", "split",  "rsplit", "strip",      "lstrip",
                                                         "rstrip",     "replace",  "format", "join",   "find",       "count",
                                                         "upper",      "lower",    "title",  "capitalize", "isdigit", "isspace",
-                                                        "isalnum",    "islower",  "isupper"};
-// jinja2's sandbox lets pop and clear through (only these are listed as unsafe), so they mutate.
+                                                        "isalnum",    "islower",  "isupper", "isalpha", "splitlines",
+                                                        "removeprefix", "removesuffix", "partition", "rpartition",
+                                                        "ljust",      "rjust",    "zfill",  "rfind"};
+// jinja2's sandbox does not list pop and clear as unsafe for lists, so they work (and mutate).
 const std::unordered_set<std::string> kListMethods = {"index", "count", "copy", "pop", "clear"};
 const std::unordered_set<std::string> kListMutators = {"append", "insert", "extend", "remove", "reverse", "sort"};
 const std::unordered_set<std::string> kDictMethods = {"items", "keys", "values", "get", "copy"};
@@ -167,7 +209,7 @@ Value dict_method(const Value& self, const std::string& name, CallArgs& args) {
     d.dict->entries = self.dict->entries;
     return d;
   }
-  return Value::list(std::move(out));
+  return Value::view("dict_" + name, std::move(out));
 }
 
 Value bind_method(const Value& self, const std::string& name, Value (*impl)(const Value&, const std::string&, CallArgs&)) {

@@ -466,6 +466,16 @@ class Parser {
       node = make(Expr::Kind::Unary, line);
       node->name = next().text;
       node->a = parse_unary(false);
+      // jinja2's optimizer folds a sign on a number literal into the literal (see `**` in the
+      // interpreter for why that is visible).
+      const Value& v = node->a->value;
+      if (node->a->kind == Expr::Kind::Literal && (v.type == Type::Int || v.type == Type::Float) &&
+          !(v.type == Type::Int && v.integer == INT64_MIN) && node->name == "-") {
+        ExprPtr literal = std::move(node->a);
+        literal->value = v.type == Type::Int ? Value::from_int(-v.integer) : Value::from_float(-v.real);
+        literal->line = line;
+        node = std::move(literal);
+      }
     } else {
       node = parse_primary();
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "text/jinja/error.h"
 #include "text/jinja/unicode.h"
@@ -154,8 +155,8 @@ static int64_t code_points_before(const std::string& s, size_t byte_pos) {
   return n;
 }
 
-int64_t py_find(const std::string& s, const std::string& sub) {
-  size_t f = s.find(sub);
+int64_t py_find(const std::string& s, const std::string& sub, bool from_right) {
+  size_t f = from_right ? s.rfind(sub) : s.find(sub);
   return f == std::string::npos ? -1 : code_points_before(s, f);
 }
 
@@ -289,6 +290,81 @@ std::string py_format_value(const Value& v, const std::string& spec) {
       if (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) return body.substr(0, 1) + rep(pad) + body.substr(1);
       return rep(pad) + body;
   }
+}
+
+std::string py_percent_format(const std::string& format, const Value& args) {
+  std::vector<Value> positional;
+  bool is_tuple = args.type == Type::Tuple;
+  // Python counts anything subscriptable but a tuple or str as a mapping: no "not all converted" error.
+  bool mapping_like = args.type == Type::Dict || args.type == Type::List || args.is_undefined();
+  if (is_tuple) positional = *args.items;
+  else positional.push_back(args);
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') {
+      out.push_back(format[i]);
+      continue;
+    }
+    if (++i >= format.size()) template_fail("incomplete format");
+    const Value* value = nullptr;
+    if (format[i] == '(') {
+      size_t close = format.find(')', i);
+      if (close == std::string::npos) template_fail("incomplete format key");
+      if (args.type != Type::Dict) template_fail("format requires a mapping");
+      const Value* v = args.dict->find(format.substr(i + 1, close - i - 1));
+      if (!v) template_fail("KeyError: '{}'", format.substr(i + 1, close - i - 1));
+      value = v;
+      i = close + 1;
+    }
+    std::string flags;
+    while (i < format.size() && std::strchr("-+ 0#", format[i])) flags.push_back(format[i++]);
+    std::string width, precision;
+    while (i < format.size() && format[i] >= '0' && format[i] <= '9') width.push_back(format[i++]);
+    if (i < format.size() && format[i] == '.') {
+      precision = ".";
+      ++i;
+      while (i < format.size() && format[i] >= '0' && format[i] <= '9') precision.push_back(format[i++]);
+    }
+    if (i >= format.size()) template_fail("incomplete format");
+    char conv = format[i];
+    if (conv == '%') {
+      out.push_back('%');
+      continue;
+    }
+    if (!value) {
+      if (next >= positional.size()) template_fail("not enough arguments for format string");
+      value = &positional[next++];
+    }
+    std::string spec;
+    if (flags.find('-') != std::string::npos) spec += '<';
+    else if (!width.empty() && std::strchr("sr", conv)) spec += '>';
+    if (flags.find('+') != std::string::npos) spec += '+';
+    else if (flags.find(' ') != std::string::npos) spec += ' ';
+    if (flags.find('0') != std::string::npos && flags.find('-') == std::string::npos && !std::strchr("sr", conv)) spec += '0';
+    spec += width.substr(0, 6);
+    switch (conv) {
+      case 's': out += py_format_value(Value::from_string(value->str()), spec + precision.substr(0, 6)); break;
+      case 'r':
+      case 'a': out += py_format_value(Value::from_string(value->repr()), spec + precision.substr(0, 6)); break;
+      case 'd':
+      case 'i':
+      case 'u':
+        if (!value->is_number()) template_fail("%{} format: a real number is required, not {}", conv, value->type_name());
+        out += py_format_value(Value::from_int(value->type == Type::Float ? int64_t(value->real) : value->as_int()), spec + "d");
+        break;
+      case 'f':
+      case 'F':
+        if (!value->is_number()) template_fail("must be real number, not {}", value->type_name());
+        out += py_format_value(Value::from_float(value->as_double()), spec + (precision.empty() ? ".6" : precision.substr(0, 6)) + "f");
+        break;
+      default:
+        template_fail("unsupported format character '{}'", std::string(1, conv));
+    }
+  }
+  if (next < positional.size() && !mapping_like && args.type != Type::Dict)
+    template_fail("not all arguments converted during string formatting");
+  return out;
 }
 
 std::string py_format(const std::string& format, const CallArgs& args) {

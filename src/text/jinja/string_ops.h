@@ -17,7 +17,7 @@ std::string py_capitalize(const std::string& s);
 std::string py_title(const std::string& s);       // str.title()
 std::string jinja_title(const std::string& s);    // the |title filter (splits on whitespace, -, brackets)
 std::string py_replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count);
-int64_t py_find(const std::string& s, const std::string& sub);
+int64_t py_find(const std::string& s, const std::string& sub, bool from_right = false);
 int64_t py_count(const std::string& s, const std::string& sub);
 std::string py_center(const std::string& s, int64_t width);
 std::vector<std::string> py_splitlines(const std::string& s);
@@ -26,6 +26,8 @@ bool py_is_cased_as(const std::string& s, bool lower);
 int64_t word_count(const std::string& s);
 // str.format with positional and keyword fields, conversions !s/!r and common format specs.
 std::string py_format(const std::string& format, const CallArgs& args);
+// Python's printf-style `format % args` (args: a tuple, a mapping for %(name)s, or one value).
+std::string py_percent_format(const std::string& format, const Value& args);
 // format(value, spec) for one value.
 std::string py_format_value(const Value& v, const std::string& spec);
 

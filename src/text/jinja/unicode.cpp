@@ -97,6 +97,12 @@ bool is_alnum(char32_t c) {
   return (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) || (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
 }
 
+bool is_alpha(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  auto cat = utf8proc_category(utf8proc_int32_t(c));
+  return cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
+}
+
 bool is_cased_upper(char32_t c) { return to_lower(c) != c; }
 bool is_cased_lower(char32_t c) { return to_upper(c) != c; }
 

@@ -17,6 +17,7 @@ bool is_py_printable(char32_t c);
 char32_t to_upper(char32_t c);
 char32_t to_lower(char32_t c);
 bool is_alnum(char32_t c);
+bool is_alpha(char32_t c);
 bool is_cased_upper(char32_t c);
 bool is_cased_lower(char32_t c);
 

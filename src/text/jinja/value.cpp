@@ -58,6 +58,12 @@ Value Value::generator(std::vector<Value> items) {
   v.type = Type::Generator;
   return v;
 }
+Value Value::view(std::string type_name, std::vector<Value> items) {
+  Value v = list(std::move(items));
+  v.type = Type::View;
+  v.text = std::move(type_name);
+  return v;
+}
 Value Value::new_dict() {
   Value v;
   v.type = Type::Dict;
@@ -127,6 +133,7 @@ bool Value::truthy() const {
       return !text.empty();
     case Type::List:
     case Type::Tuple:
+    case Type::View:
       return !items->empty();
     case Type::Dict:
       return !dict->entries.empty();
@@ -262,6 +269,10 @@ std::string Value::str() const {
       return "<function " + function->name + ">";
     case Type::Generator:
       return "<generator object>";
+    case Type::View: {
+      Value as_list = list(*items);
+      return text + "(" + as_list.str() + ")";
+    }
   }
   return "";
 }
@@ -292,6 +303,8 @@ std::string Value::type_name() const {
       return "tuple";
     case Type::Generator:
       return "generator";
+    case Type::View:
+      return text;
     case Type::Dict:
       return "dict";
     case Type::Namespace:
@@ -388,10 +401,12 @@ bool contains(const Value& container, const Value& item) {
     case Type::List:
     case Type::Tuple:
     case Type::Generator:
+    case Type::View:
       for (const auto& v : *container.items)
         if (equals(v, item)) return true;
       return false;
     case Type::Dict:
+      if (item.type == Type::List || item.type == Type::Dict) template_fail("unhashable type: '{}'", item.type_name());
       return container.dict->find(item) != nullptr;
     case Type::Undefined:
       return false;
@@ -407,6 +422,7 @@ std::vector<Value> iterate(const Value& v) {
     case Type::List:
     case Type::Tuple:
     case Type::Generator:
+    case Type::View:
       return *v.items;
     case Type::Dict: {
       std::vector<Value> keys;
@@ -432,6 +448,7 @@ int64_t length(const Value& v) {
       return is_ascii(v.text) ? int64_t(v.text.size()) : int64_t(utf8_decode(v.text).size());
     case Type::List:
     case Type::Tuple:
+    case Type::View:
       return int64_t(v.items->size());
     case Type::Dict:
       return int64_t(v.dict->entries.size());

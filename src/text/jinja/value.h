@@ -15,7 +15,9 @@ namespace dcu::jinja {
 
 // Generator: what jinja2's map/select/unique/... filters return. Iterable (and, unlike Python's,
 // re-iterable), always truthy, without len() or indexing.
-enum class Type : uint8_t { Undefined, None, Bool, Int, Float, String, List, Tuple, Generator, Dict, Namespace, Function };
+// View: dict.keys()/values()/items(); sized and truthy when non-empty, not indexable; `text`
+// holds its Python type name ("dict_keys").
+enum class Type : uint8_t { Undefined, None, Bool, Int, Float, String, List, Tuple, Generator, View, Dict, Namespace, Function };
 
 struct Value;
 struct Dict;
@@ -39,7 +41,7 @@ struct Value {
   int64_t integer = 0;
   double real = 0;
   std::string text;  // String; for Undefined, the error a use of it raises ("'x' is undefined")
-  std::shared_ptr<std::vector<Value>> items;  // List, Tuple, Generator
+  std::shared_ptr<std::vector<Value>> items;  // List, Tuple, Generator, View
   std::shared_ptr<Dict> dict;                 // Dict, Namespace (a namespace or a loop object)
   std::shared_ptr<Function> function;
 
@@ -52,6 +54,7 @@ struct Value {
   static Value list(std::vector<Value> v = {});
   static Value tuple(std::vector<Value> v);
   static Value generator(std::vector<Value> v);
+  static Value view(std::string type_name, std::vector<Value> v);
   static Value new_dict();
   static Value new_namespace(std::string class_name);
   static Value func(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn);

@@ -1,0 +1,147 @@
+#include "comm/nccl_communicator.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+#if defined(DCUSERVE_NCCL) && defined(DCUSERVE_HIP)
+#include <hip/hip_runtime.h>
+#include <rccl/rccl.h>
+#define gpuSetDevice hipSetDevice
+#define gpuStream_t hipStream_t
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuGetErrorString hipGetErrorString
+#define gpuSuccess hipSuccess
+#elif defined(DCUSERVE_NCCL)
+#include <cuda_runtime.h>
+#include <nccl.h>
+#define gpuSetDevice cudaSetDevice
+#define gpuStream_t cudaStream_t
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuGetErrorString cudaGetErrorString
+#define gpuSuccess cudaSuccess
+#endif
+
+namespace dcu {
+
+#ifdef DCUSERVE_NCCL
+namespace {
+
+#define NCCL_OK(call)                                                                           \
+  do {                                                                                          \
+    ncclResult_t r_ = (call);                                                                   \
+    if (r_ != ncclSuccess) ::dcu::fail("{} failed: {}", #call, ncclGetErrorString(r_));        \
+  } while (0)
+#define GPU_OK(call)                                                                            \
+  do {                                                                                          \
+    auto r_ = (call);                                                                           \
+    if (r_ != gpuSuccess) ::dcu::fail("{} failed: {}", #call, gpuGetErrorString(r_));          \
+  } while (0)
+
+// Collectives run on the communicator's own stream. The backend's stream is not visible from here,
+// so each collective first drains the backend's queue and then waits for its own result: correct,
+// at the cost of a host round trip per collective.
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, int rank, int size, int device, Backend& backend)
+      : comm_(comm), rank_(rank), size_(size), device_(device), backend_(backend) {
+    GPU_OK(gpuSetDevice(device_));
+    GPU_OK(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking));
+  }
+  ~NcclCommunicator() override {
+    gpuSetDevice(device_);
+    if (!aborted_) ncclCommDestroy(comm_);
+    gpuStreamDestroy(stream_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override {
+#ifdef DCUSERVE_HIP
+    return "rccl";
+#else
+    return "nccl";
+#endif
+  }
+
+  void all_reduce_sum(Tensor x) override {
+    DCU_CHECK(x.dtype == DType::F32);
+    backend_.synchronize();
+    GPU_OK(gpuSetDevice(device_));
+    NCCL_OK(ncclAllReduce(x.data, x.data, size_t(x.numel()), ncclFloat, ncclSum, comm_, stream_));
+    GPU_OK(gpuStreamSynchronize(stream_));
+  }
+
+  void all_gather(const Tensor& local, Tensor out) override {
+    DCU_CHECK(local.dtype == DType::F32 && out.dtype == DType::F32);
+    DCU_CHECK(out.numel() >= local.numel() * size_);
+    backend_.synchronize();
+    GPU_OK(gpuSetDevice(device_));
+    NCCL_OK(ncclAllGather(local.data, out.data, size_t(local.numel()), ncclFloat, comm_, stream_));
+    GPU_OK(gpuStreamSynchronize(stream_));
+  }
+
+  void abort() override {
+    if (aborted_) return;
+    aborted_ = true;
+    ncclCommAbort(comm_);
+  }
+
+ private:
+  ncclComm_t comm_;
+  int rank_, size_, device_;
+  Backend& backend_;
+  gpuStream_t stream_ = nullptr;
+  bool aborted_ = false;
+};
+
+}  // namespace
+
+bool nccl_compiled() { return true; }
+
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGroupOptions& o,
+                                                                   const std::vector<Backend*>& backends) {
+  DCU_CHECK(o.devices.size() == backends.size());
+  ncclUniqueId id;
+  std::vector<char> payload;
+  if (o.rendezvous.node_rank == 0) {
+    NCCL_OK(ncclGetUniqueId(&id));
+    payload.assign(reinterpret_cast<const char*>(&id), reinterpret_cast<const char*>(&id) + sizeof id);
+  }
+  payload = rendezvous_share(o.rendezvous, payload);
+  if (payload.size() != sizeof id) fail("rendezvous: node 0 sent {} bytes, not a {}-byte unique id", payload.size(), sizeof id);
+  std::memcpy(&id, payload.data(), sizeof id);
+
+  // One thread initialises several ranks: the calls must be grouped or the first would wait for the rest.
+  std::vector<ncclComm_t> comms(o.devices.size());
+  NCCL_OK(ncclGroupStart());
+  for (size_t i = 0; i < o.devices.size(); ++i) {
+    GPU_OK(gpuSetDevice(o.devices[i]));
+    NCCL_OK(ncclCommInitRank(&comms[i], o.world_size, id, o.first_rank + int(i)));
+  }
+  NCCL_OK(ncclGroupEnd());
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (size_t i = 0; i < o.devices.size(); ++i)
+    out.push_back(std::make_unique<NcclCommunicator>(comms[i], o.first_rank + int(i), o.world_size, o.devices[i],
+                                                     *backends[i]));
+  return out;
+}
+
+#else
+
+bool nccl_compiled() { return false; }
+
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGroupOptions&,
+                                                                   const std::vector<Backend*>&) {
+  fail("this build has no NCCL/RCCL (configure with DCUSERVE_CUDA=ON or DCUSERVE_HIP=ON and NCCL/RCCL installed)");
+}
+
+#endif
+
+}  // namespace dcu

@@ -1,0 +1,29 @@
+#pragma once
+// Communicators over NCCL (CUDA builds) or RCCL (HIP builds), one per local GPU, created together.
+// Across hosts, node 0's unique id reaches the other nodes through the TCP rendezvous.
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "comm/communicator.h"
+#include "comm/rendezvous.h"
+
+namespace dcu {
+
+struct NcclGroupOptions {
+  std::vector<int> devices;      // the GPU of each local rank
+  int first_rank = 0;            // global rank of devices[0] (node_rank * devices.size())
+  int world_size = 0;            // ranks over all nodes
+  RendezvousOptions rendezvous;  // used when rendezvous.nnodes > 1
+};
+
+// True when this build links NCCL or RCCL.
+bool nccl_compiled();
+
+// backends[i] runs on devices[i]; collectives wait for its queued work first. Throws dcu::Error when
+// the build has no NCCL/RCCL or initialisation fails.
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGroupOptions& options,
+                                                                   const std::vector<Backend*>& backends);
+
+}  // namespace dcu

@@ -1,0 +1,238 @@
+// gpu_kernel_bench: per-kernel speed of the GPU backend on the Qwen3.5-27B shapes, through the Backend
+// interface (what the model runner calls). Not a test: prints tables for docs/PERFORMANCE_GPU.md.
+//   copy bandwidth (read + write) as the ceiling; matmul GB/s for decode (T = 1, 8, 16) and TFLOP/s for
+//   prefill (T = 2048, both precision modes); paged attention and the delta rule at decode and prefill;
+//   the small per-layer ops; and the sum of kernel times of one 27B decode step at batch 1.
+// Usage: gpu_kernel_bench [device index]. Weights are rotated through >= 512 MB of copies so that
+// repeated calls stream from HBM, not from L2.
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gpu_test_util.h"
+
+namespace dcu::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Mean wall time of one call (microseconds) over back-to-back calls after a warm-up.
+double time_us(Backend& be, const std::function<void(int)>& call, int iters) {
+  call(0);
+  be.synchronize();
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) call(i);
+  be.synchronize();
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
+}
+
+// Zero-filled device buffers (the kernels do the same work whatever the values).
+struct Buffer {
+  Backend* be;
+  Tensor t;
+  Buffer(Backend& b, DType dtype, std::initializer_list<int64_t> shape) : be(&b), t(nullptr, dtype, shape) {
+    t.data = b.allocate(t.bytes());
+    b.fill_zero(t.data, t.bytes());
+  }
+  Buffer(const Buffer&) = delete;
+  ~Buffer() { be->release(t.data); }
+};
+
+double copy_bandwidth(Backend& be) {
+  const size_t bytes = size_t(1) << 30;
+  void* a = be.allocate(bytes);
+  void* b = be.allocate(bytes);
+  be.fill_zero(a, bytes), be.fill_zero(b, bytes);
+  const double us = time_us(be, [&](int) { be.copy(b, a, bytes); }, 10);
+  be.release(a), be.release(b);
+  return 2.0 * double(bytes) / (us * 1e-6);
+}
+
+struct Shape {
+  const char* name;
+  int64_t N, K;
+};
+const Shape kShapes27B[] = {{"attn q_proj", 12288, 5120}, {"attn k/v_proj", 1024, 5120},   {"attn o_proj", 5120, 6144},
+                            {"gdn in_proj_qkv", 10240, 5120}, {"gdn in_proj_z", 6144, 5120}, {"gdn in_proj_a/b", 48, 5120},
+                            {"gdn out_proj", 5120, 6144},  {"mlp gate/up", 17408, 5120},   {"mlp down", 5120, 17408},
+                            {"lm_head", 248320, 5120}};
+
+// Copies of one weight matrix, >= 512 MB in all, so that rotating through them always reads HBM.
+struct Weights {
+  std::vector<std::unique_ptr<Buffer>> copies;
+  Weights(Backend& be, int64_t N, int64_t K, DType wt) {
+    const int n = int(std::max(1.0, std::ceil(512e6 / (double(N) * K * dtype_size(wt)))));
+    for (int i = 0; i < n; ++i) copies.push_back(std::make_unique<Buffer>(be, wt, std::initializer_list<int64_t>{N, K}));
+  }
+  const Tensor& operator[](int i) const { return copies[size_t(i) % copies.size()]->t; }
+};
+
+// Time of y = x . w^T.
+double matmul_us(Backend& be, int64_t T, const Weights& w, int iters) {
+  const int64_t N = w[0].rows(), K = w[0].cols();
+  Buffer x(be, DType::F32, {T, K}), y(be, DType::F32, {T, N});
+  return time_us(be, [&](int i) { be.matmul(x.t, w[i], y.t); }, iters);
+}
+
+void matmul_tables(Backend& exact, Backend& fast, double copy_bw) {
+  std::printf("\n## Decode matmul (GEMV), BF16 weights, f32 activations\n\n");
+  std::printf("| shape [N, K] | what | T | weight MB | time us | GB/s | of copy bw | Z100 us at 1024 GB/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const Shape& s : kShapes27B) {
+    Weights w(exact, s.N, s.K, DType::BF16);
+    for (int64_t T : {1, 8, 16}) {
+      const double bytes = double(s.N) * s.K * 2 + 4.0 * T * (s.K + s.N);
+      const double us = matmul_us(exact, T, w, s.N > 100000 ? 20 : 100);
+      std::printf("| [%ld, %ld] | %s | %ld | %.1f | %.1f | %.0f | %.0f%% | %.1f |\n", long(s.N), long(s.K), s.name,
+                  long(T), double(s.N) * s.K * 2 / 1e6, us, bytes / us / 1e3, 100.0 * bytes / us / 1e3 / (copy_bw / 1e9),
+                  bytes / 1024e9 * 1e6);
+    }
+  }
+  std::printf("\n## Decode matmul, F16 weights (T = 1)\n\n| shape [N, K] | time us | GB/s |\n|---|---|---|\n");
+  for (const Shape& s : {kShapes27B[7], kShapes27B[8]}) {
+    const double us = matmul_us(exact, 1, Weights(exact, s.N, s.K, DType::F16), 100);
+    std::printf("| [%ld, %ld] | %.1f | %.0f |\n", long(s.N), long(s.K), us, double(s.N) * s.K * 2 / us / 1e3);
+  }
+  std::printf("\n## Batch 9..32: GEMV vs cuBLAS (bf16 mode), mlp gate/up [17408, 5120]\n\n");
+  std::printf("| T | GEMV us | cuBLAS us |\n|---|---|---|\n");
+  GpuBackendOptions o = gpu_options_for_dtype("bfloat16");
+  o.gemv_max_tokens = 1;
+  auto blas_only = make_gpu_backend(0, o);
+  Weights gate(exact, 17408, 5120, DType::BF16);
+  for (int64_t T : {8, 12, 16, 32})
+    std::printf("| %ld | %s | %.1f |\n", long(T),
+                T <= 16 ? fmt::format("{:.1f}", matmul_us(exact, T, gate, 50)).c_str() : "-",
+                matmul_us(*blas_only, T, gate, 50));
+  std::printf("\n## Prefill matmul, T = 2048, BF16 weights\n\n");
+  std::printf("| shape [N, K] | what | f32 tiled us | f32 TFLOP/s | bf16 cuBLAS us | bf16 TFLOP/s |\n|---|---|---|---|---|---|\n");
+  for (const Shape& s : kShapes27B) {
+    if (s.N > 100000) continue;
+    const double flops = 2.0 * 2048 * s.N * s.K;
+    Weights w(exact, s.N, s.K, DType::BF16);
+    const double te = matmul_us(exact, 2048, w, 3), tf = matmul_us(fast, 2048, w, 10);
+    std::printf("| [%ld, %ld] | %s | %.0f | %.1f | %.0f | %.1f |\n", long(s.N), long(s.K), s.name, te, flops / te / 1e6,
+                tf, flops / tf / 1e6);
+  }
+}
+
+// Paged attention with the 27B layout (nh 24, nkv 4, d 256), bf16 cache, every sequence at `ctx`.
+void attention_tables(Backend& be, double copy_bw) {
+  std::printf("\n## Paged attention (nh 24, nkv 4, d 256, bf16 KV)\n\n");
+  std::printf("| case | time us | KV MB read | GB/s |\n|---|---|---|---|\n");
+  std::mt19937 rng(3);
+  auto run = [&](int seqs, int ctx, int rows) {
+    const int bs = 16, blocks = seqs * ((ctx + rows + bs - 1) / bs + 1);
+    std::vector<std::pair<int, int>> shape(static_cast<size_t>(seqs), {ctx, rows});
+    TestBatch batch(be, shape, bs, blocks, seqs, rng);
+    const int64_t T = batch.host.num_tokens();
+    Buffer kc(be, DType::BF16, {blocks, bs, 4, 256}), vc(be, DType::BF16, {blocks, bs, 4, 256});
+    Buffer q(be, DType::F32, {T, 24, 256}), out(be, DType::F32, {T, 24, 256});
+    PagedKv cache{kc.t, vc.t, bs};
+    const double us = time_us(be, [&](int) { be.paged_attention(q.t, cache, batch.device_layout, 0.0625f, out.t); },
+                              rows > 1 ? 3 : 100);
+    const double kv = double(seqs) * (ctx + rows) * 4 * 256 * 2 * 2;
+    std::printf("| %d seq x %d new tokens at context %d | %.1f | %.1f | %.0f |\n", seqs, rows, ctx, us, kv / 1e6, kv / us / 1e3);
+  };
+  for (int b : {1, 8, 32}) run(b, 128, 1);
+  for (int b : {1, 32}) run(b, 4096, 1);
+  run(1, 0, 2048);  // prefill
+  (void)copy_bw;
+}
+
+// The delta rule with the 27B GDN dims (Hk 16, Hv 48, dk = dv = 128).
+void delta_rule_tables(Backend& be) {
+  std::printf("\n## Gated delta rule (Hk 16, Hv 48, dk = dv = 128, f32 state)\n\n");
+  std::printf("| case | time us | state MB read+written | GB/s |\n|---|---|---|---|\n");
+  std::mt19937 rng(5);
+  const GdnDims dims{16, 48, 128, 128, 4};
+  auto run = [&](int seqs, int rows) {
+    std::vector<std::pair<int, int>> shape(static_cast<size_t>(seqs), {rows == 1 ? 100 : 0, rows});
+    TestBatch batch(be, shape, 16, seqs * (rows / 16 + 10), seqs, rng);
+    const int64_t T = batch.host.num_tokens();
+    Buffer qkv(be, DType::F32, {T, dims.conv_channels()}), g(be, DType::F32, {T, 48}), beta(be, DType::F32, {T, 48});
+    Buffer st(be, DType::F32, {seqs, 48, 128, 128}), out(be, DType::F32, {T, 48, 128});
+    GdnState state{{}, st.t};
+    const double us = time_us(be, [&](int) { be.gdn_delta_rule(qkv.t, g.t, beta.t, dims, state, batch.device_layout, out.t); },
+                              rows > 1 ? 3 : 100);
+    const double bytes = 2.0 * seqs * 48 * 128 * 128 * 4;
+    std::printf("| %d seq x %d tokens | %.1f | %.1f | %.0f |\n", seqs, rows, us, bytes / 1e6, bytes / us / 1e3);
+  };
+  for (int b : {1, 8, 32}) run(b, 1);
+  run(1, 2048);
+}
+
+// Small per-layer ops at decode size (one token, 27B widths) and the sum for one 27B decode step.
+void step_sum(Backend& be, Backend& exact) {
+  std::printf("\n## Small ops, one token (27B widths)\n\n| op | time us |\n|---|---|\n");
+  std::map<std::string, double> t;
+  Buffer h(be, DType::F32, {1, 5120}), h2(be, DType::F32, {1, 5120}), w(be, DType::BF16, {5120});
+  Buffer gu(be, DType::F32, {1, 17408}), gu2(be, DType::F32, {1, 17408});
+  t["rms_norm"] = time_us(be, [&](int) { be.rms_norm(h.t, w.t, 1e-6f, true, h2.t); }, 200);
+  t["add"] = time_us(be, [&](int) { be.add(h.t, h2.t); }, 200);
+  t["swiglu"] = time_us(be, [&](int) { be.swiglu(gu.t, gu2.t, gu.t); }, 200);
+  Buffer ga(be, DType::F32, {1, 48}), gb(be, DType::F32, {1, 48}), al(be, DType::F32, {48}), dt(be, DType::F32, {48});
+  Buffer gg(be, DType::F32, {1, 48}), gbeta(be, DType::F32, {1, 48});
+  t["gdn_gates"] = time_us(be, [&](int) { be.gdn_gates(ga.t, gb.t, al.t, dt.t, gg.t, gbeta.t); }, 200);
+  Buffer core(be, DType::F32, {48, 128}), z(be, DType::F32, {48, 128}), nw(be, DType::F32, {128});
+  t["gated_rms_norm"] = time_us(be, [&](int) { be.gated_rms_norm(core.t, z.t, nw.t, 1e-6f, core.t); }, 200);
+  std::mt19937 rng(9);
+  TestBatch batch(be, {{128, 1}}, 16, 16, 1, rng);
+  Buffer mixed(be, DType::F32, {1, 10240}), cw(be, DType::BF16, {10240, 4}), cst(be, DType::F32, {1, 10240, 3}),
+      cout(be, DType::F32, {1, 10240});
+  GdnState cs{cst.t, {}};
+  t["gdn_conv"] = time_us(be, [&](int) { be.gdn_conv(mixed.t, cw.t, cs, batch.device_layout, cout.t); }, 200);
+  Buffer qg(be, DType::F32, {1, 24, 512}), k(be, DType::F32, {1, 4, 256}), v(be, DType::F32, {1, 4, 256}),
+      qn(be, DType::F32, {256}), q(be, DType::F32, {1, 24, 256}), gate(be, DType::F32, {1, 24, 256});
+  t["attention_prep"] = time_us(
+      be, [&](int) { be.attention_prep(qg.t, k.t, qn.t, qn.t, 1e-6f, {64, 1e7f}, batch.device_layout, q.t, gate.t); }, 200);
+  Buffer kc(be, DType::BF16, {16, 16, 4, 256}), vc(be, DType::BF16, {16, 16, 4, 256});
+  PagedKv cache{kc.t, vc.t, 16};
+  t["kv_cache_write"] = time_us(be, [&](int) { be.kv_cache_write(k.t, v.t, batch.device_layout, cache); }, 200);
+  t["paged_attention"] = time_us(be, [&](int) { be.paged_attention(q.t, cache, batch.device_layout, 0.0625f, gate.t); }, 200);
+  Buffer qkv(be, DType::F32, {1, 10240}), dg(be, DType::F32, {1, 48}), db(be, DType::F32, {1, 48}),
+      rst(be, DType::F32, {1, 48, 128, 128}), dout(be, DType::F32, {1, 48, 128});
+  GdnState rs{{}, rst.t};
+  const GdnDims dims{16, 48, 128, 128, 4};
+  t["gdn_delta_rule"] = time_us(be, [&](int) { be.gdn_delta_rule(qkv.t, dg.t, db.t, dims, rs, batch.device_layout, dout.t); }, 200);
+  for (const auto& [name, us] : t) std::printf("| %s | %.2f |\n", name.c_str(), us);
+
+  // One 27B decode step at batch 1: 48 GDN layers, 16 attention layers, the lm_head.
+  auto mm = [&](int64_t N, int64_t K) { return matmul_us(exact, 1, Weights(exact, N, K, DType::BF16), 50); };
+  const double common = 2 * t["rms_norm"] + 2 * t["add"] + t["swiglu"] + 2 * mm(17408, 5120) + mm(5120, 17408);
+  const double gdn = mm(10240, 5120) + mm(6144, 5120) + 2 * mm(48, 5120) + t["gdn_conv"] + t["gdn_gates"] +
+                     t["gdn_delta_rule"] + t["gated_rms_norm"] + mm(5120, 6144);
+  const double attn = mm(12288, 5120) + 2 * mm(1024, 5120) + t["attention_prep"] + t["kv_cache_write"] +
+                      t["paged_attention"] + t["add"] /* sigmoid_mul, same size class */ + mm(5120, 6144);
+  const double total = 64 * common + 48 * gdn + 16 * attn + mm(248320, 5120) + t["rms_norm"];
+  std::printf("\n27B decode step, batch 1, context 128: %d kernel launches, sum of back-to-back kernel times %.2f ms "
+              "(%.1f tok/s if nothing else costs time)\n",
+              64 * 8 + 48 * 9 + 16 * 8 + 4, total / 1e3, 1e6 / total);
+}
+
+}  // namespace
+}  // namespace dcu::testing
+
+int main(int argc, char** argv) {
+  using namespace dcu;
+  using namespace dcu::testing;
+  const int device = argc > 1 ? std::atoi(argv[1]) : 0;
+  if (list_gpu_devices().size() <= size_t(device)) {
+    std::printf("no GPU %d\n", device);
+    return 1;
+  }
+  auto exact = make_gpu_backend(device, gpu_options_for_dtype("float32"));
+  auto fast = make_gpu_backend(device, gpu_options_for_dtype("bfloat16"));
+  std::printf("# gpu_kernel_bench on %s\n", exact->name().c_str());
+  const double bw = copy_bandwidth(*exact);
+  std::printf("\ncopy bandwidth (read + write, 1 GiB cudaMemcpy D2D): %.0f GB/s\n", bw / 1e9);
+  matmul_tables(*exact, *fast, bw);
+  attention_tables(*exact, bw);
+  delta_rule_tables(*exact);
+  step_sum(*exact, *exact);
+  return 0;
+}

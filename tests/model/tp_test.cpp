@@ -1,0 +1,131 @@
+// Tensor parallelism on simulated CPU ranks against the same model on one rank: logits within 1e-4
+// and equal greedy continuations, for 2, 3, 4 and 8 ranks (KV-head replication at 8), on the tiny
+// Hugging Face fixture (whose greedy continuations are also checked against transformers) and on
+// random weights with Qwen3.5-27B head counts.
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/sharding.h"
+#include "support/model_fixture.h"
+#include "tp_model.h"
+
+namespace dcu::testing {
+namespace {
+
+constexpr float kTolerance = 1e-4f;
+const char* kTiny = "tests/data/tiny-qwen35";
+const char* k27bHeads = "tests/data/tp-27b-heads";  // 24 q / 4 kv heads, 16 / 48 GDN heads, small widths
+const char* k3way = "tests/data/tp-3way";           // 6 q / 3 kv heads, 3 / 6 GDN heads
+
+std::vector<int32_t> prompt_of(int length, int64_t vocab, int salt) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < length; ++i) ids.push_back(int32_t((i * 7919 + salt * 104729 + 17) % vocab));
+  return ids;
+}
+
+// Prefill of two sequences in one step (all logits), then chunked prefill + decode steps that mix
+// them, compared step by step between the one-rank and the N-rank model.
+void expect_same_steps(TpModel& one, TpModel& many) {
+  const int64_t V = one.config.vocab_size;
+  auto a1 = one.start_sequence(prompt_of(37, V, 1)), b1 = one.start_sequence(prompt_of(21, V, 2));
+  auto aN = many.start_sequence(prompt_of(37, V, 1)), bN = many.start_sequence(prompt_of(21, V, 2));
+  std::vector<std::vector<std::pair<int, int>>> schedule = {
+      {{0, 20}, {1, 21}}, {{0, 17}}, {{0, 1}, {1, 1}}, {{1, 1}, {0, 1}}, {{0, 1}, {1, 1}}};
+  for (size_t s = 0; s < schedule.size(); ++s) {
+    std::vector<std::pair<TpModel::Sequence*, int>> w1, wN;
+    for (auto [which, count] : schedule[s]) {
+      TpModel::Sequence* x1 = which == 0 ? &a1 : &b1;
+      TpModel::Sequence* xN = which == 0 ? &aN : &bN;
+      if (x1->computed + count > int(x1->tokens.size())) {  // decode: extend both with the same token
+        const int32_t t = int32_t((x1->tokens.size() * 31 + s) % V);
+        x1->tokens.push_back(t);
+        xN->tokens.push_back(t);
+      }
+      w1.push_back({x1, count});
+      wN.push_back({xN, count});
+    }
+    const bool all = s == 0;
+    std::vector<float> l1 = one.step(w1, all), lN = many.step(wN, all);
+    ASSERT_EQ(l1.size(), lN.size()) << "step " << s;
+    ASSERT_FALSE(l1.empty());
+    EXPECT_LT(max_abs_diff(l1.data(), lN.data(), l1.size()), kTolerance) << "step " << s;
+  }
+}
+
+struct Case {
+  const char* dir;
+  int ranks;
+  int64_t seed;  // -1: the checkpoint's weights
+};
+
+class TensorParallelTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TensorParallelTest, LogitsAndGreedyMatchOneRank) {
+  const Case c = GetParam();
+  TpModel one(c.dir, 1, c.seed), many(c.dir, c.ranks, c.seed);
+  expect_same_steps(one, many);
+  const int64_t V = one.config.vocab_size;
+  for (int salt : {3, 4}) {
+    const std::vector<int32_t> prompt = prompt_of(9 + salt, V, salt);
+    EXPECT_EQ(one.greedy(prompt, 12), many.greedy(prompt, 12)) << "prompt " << salt;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, TensorParallelTest,
+                         ::testing::Values(Case{kTiny, 2, -1}, Case{k3way, 3, 11}, Case{k27bHeads, 2, 7},
+                                           Case{k27bHeads, 4, 7}, Case{k27bHeads, 8, 7}),
+                         [](const auto& info) {
+                           const std::string dir = info.param.dir;
+                           const char* model = dir == kTiny ? "tiny" : dir == k3way ? "threeway" : "heads27b";
+                           return model + std::string("_") + std::to_string(info.param.ranks) + "_ranks";
+                         });
+
+// The tiny fixture split over two ranks reproduces transformers' greedy continuations.
+TEST(TensorParallelGolden, TwoRanksReproduceReferenceGreedy) {
+  std::ifstream in(std::string(kTiny) + "/reference.json");
+  auto j = nlohmann::json::parse(in);
+  TpModel model(kTiny, 2);
+  int checked = 0;
+  for (const char* group : {"prompts", "chats"})
+    if (j.contains(group))
+      for (const auto& c : j[group]) {
+        auto ids = c["ids"].get<std::vector<int32_t>>();
+        auto expected = c["greedy_ids"].get<std::vector<int32_t>>();
+        EXPECT_EQ(model.greedy(ids, int(expected.size())), expected) << c["key"];
+        ++checked;
+      }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(TensorParallelPlan, ReplicatedKvHeadIsTheOneTheRanksQueryHeadsUse) {
+  ModelConfig c = load_model_config(k27bHeads);  // 24 q heads in 4 groups of 6
+  for (int r = 0; r < 8; ++r) {
+    ShardPlan p = shard_plan(c, r, 8);
+    EXPECT_EQ(p.num_heads, 3);
+    EXPECT_EQ(p.num_kv_heads, 1);
+    EXPECT_EQ(p.kv_head_begin, p.q_head_begin / 6) << "rank " << r;
+    EXPECT_EQ((p.q_head_begin + p.num_heads - 1) / 6, p.kv_head_begin) << "rank " << r;
+  }
+  // Vocabulary 1001 over 8 ranks: 126 rows each, the last rank 119.
+  EXPECT_EQ(shard_plan(c, 7, 8).vocab_rows, 1001 - 7 * 126);
+}
+
+TEST(TensorParallelPlan, SizesThatDoNotDivideTheModelAreRejectedWithTheSizesThatDo) {
+  ModelConfig tiny = load_model_config(kTiny);
+  try {
+    check_tensor_parallel(tiny, 3);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("num_attention_heads 4"), std::string::npos) << m;
+    EXPECT_NE(m.find("sizes that work: 1, 2"), std::string::npos) << m;
+  }
+  EXPECT_EQ(valid_tensor_parallel_sizes(load_model_config(k27bHeads), 8), (std::vector<int>{1, 2, 4, 8}));
+}
+
+}  // namespace
+}  // namespace dcu::testing
