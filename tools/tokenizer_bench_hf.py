@@ -11,7 +11,7 @@ import time
 from tokenizers import Tokenizer
 
 tokenizer = Tokenizer.from_file(sys.argv[1])
-corpus = open(sys.argv[2], encoding="utf-8", errors="replace").read()
+corpus = open(sys.argv[2], "rb").read().decode("utf-8", errors="replace")  # keep \r\n as written
 megabytes = len(corpus.encode("utf-8")) / 1e6
 for attempt in range(3):
     start = time.perf_counter()

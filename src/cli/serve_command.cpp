@@ -85,7 +85,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer <key>' on /v1/*");
   cmd->add_option("--device", a->engine.device, "auto | cpu | cuda | hip")->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "hip"}));
-  cmd->add_option("--tensor-parallel-size", a->engine.tensor_parallel_size, "GPUs to shard the model over")
+  cmd->add_option("--tensor-parallel-size", a->engine.tensor_parallel_size, "GPUs to shard the model over (simulated ranks with --device cpu)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", a->engine.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str()
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32", "half", "float"}));
@@ -100,6 +100,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-cache-memory-bytes", a->kv_cache_memory_bytes, "Exact KV-cache + state budget in bytes")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", a->engine.seed, "Default sampling seed")->capture_default_str();
+  cmd->add_option("--nnodes", a->engine.nnodes, "Hosts the tensor-parallel group spans")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--node-rank", a->engine.node_rank, "This host's index among --nnodes")
+      ->capture_default_str()->check(CLI::Range(0, 63));
+  cmd->add_option("--master-addr", a->engine.master_addr, "Node 0's address for the rendezvous")->capture_default_str();
+  cmd->add_option("--master-port", a->engine.master_port, "Node 0's rendezvous port")
+      ->capture_default_str()->check(CLI::Range(1, 65535));
   cmd->add_option("--load-format", a->load_format,
                   "auto | safetensors | dummy (random weights with the folder's config.json, for benchmarks)")
       ->check(CLI::IsMember({"auto", "safetensors", "dummy"}))
