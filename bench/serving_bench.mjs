@@ -15,15 +15,16 @@ const promptTokens = Number(args['prompt-tokens'] ?? 128);
 const maxTokens = Number(args['max-tokens'] ?? 64);
 
 const model = (await (await fetch(`${url}/v1/models`)).json()).data[0].id;
-// A prompt of about promptTokens tokens: token ids avoid any dependence on the tokenizer.
-const prompt = Array.from({ length: promptTokens }, (_, i) => 100 + ((i * 7919) % 1000));
+// A prompt of promptTokens token ids (below 900: inside every vocabulary, the tiny fixture's too).
+const prompt = Array.from({ length: promptTokens }, (_, i) => 100 + ((i * 7919) % 800));
 
 async function oneRequest(seed) {
   const start = performance.now();
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, prompt, max_tokens: maxTokens, ignore_eos: true, temperature: 1.0, seed,
+    // logprobs: 0 makes the server send a chunk for every token, even one whose text is empty.
+    body: JSON.stringify({ model, prompt, max_tokens: maxTokens, ignore_eos: true, temperature: 1.0, seed, logprobs: 0,
                            stream: true, stream_options: { include_usage: true } }),
   });
   if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);

@@ -19,7 +19,7 @@ levels = [int(c) for c in (sys.argv[5] if len(sys.argv) > 5 else "1").split(",")
 
 
 def complete(tokens: int, seed: int) -> float:
-    body = {"model": model, "prompt": [100 + (i * 7919 + seed) % 1000 for i in range(prompt_tokens)],
+    body = {"model": model, "prompt": [100 + (i * 7919 + seed) % 800 for i in range(prompt_tokens)],
             "max_tokens": tokens, "ignore_eos": True, "temperature": 0}
     request = urllib.request.Request(f"{url}/v1/completions", data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})

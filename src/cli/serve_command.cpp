@@ -54,8 +54,8 @@ void run_serve(ServeArgs a) {
   cfg.reasoning_parser = a.reasoning_parser;
   cfg.tool_call_parser = a.tool_call_parser;
   cfg.enable_auto_tool_choice = a.enable_auto_tool_choice;
-  if (a.generation_config == "auto") cfg.defaults = server::load_generation_defaults(a.engine.model_dir);
-  else if (a.generation_config != "vllm") cfg.defaults = server::load_generation_defaults(a.generation_config);
+  if (a.generation_config == "auto") cfg.defaults = load_generation_defaults(a.engine.model_dir);
+  else if (a.generation_config != "vllm") cfg.defaults = load_generation_defaults(a.generation_config);
 
   auto engine = create_engine(a.engine);
   cfg.max_model_len = engine->max_model_len();

@@ -219,6 +219,7 @@ GenerationDefaults load_generation_defaults(const std::string& model_dir) {
   if (auto v = num("min_p")) d.min_p = float(*v);
   if (auto v = num("repetition_penalty")) d.repetition_penalty = float(*v);
   if (auto v = num("presence_penalty")) d.presence_penalty = float(*v);
+  if (auto v = num("max_new_tokens")) d.max_new_tokens = int(*v);
   if (gen.contains("do_sample") && gen["do_sample"].is_boolean()) d.do_sample = gen["do_sample"].get<bool>();
   return d;
 }

@@ -65,13 +65,15 @@ struct GenerationDefaults {
   std::optional<float> repetition_penalty;
   std::optional<float> presence_penalty;
   std::optional<bool> do_sample;
+  std::optional<int> max_new_tokens;
 };
 
 // Parses config.json text. `source` names the file in error messages.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
 ModelConfig load_model_config(const std::string& model_dir);
 
-// eos ids from generation_config.json, falling back to config.json; missing files give empty defaults.
+// Sampling defaults and eos ids from generation_config.json (eos falling back to config.json); missing
+// files give empty defaults; a malformed one is a dcu::Error.
 GenerationDefaults load_generation_defaults(const std::string& model_dir);
 
 // Built-in dimensions of the Qwen3.5 family for --random-weights ("0.8B", "2B", "4B", "9B", "27B").

@@ -7,23 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "model/config.h"
+
 namespace dcu::server {
-
-// Sampling defaults of the model (generation_config.json), applied when a request omits a field,
-// like vLLM's `--generation-config auto`.
-struct GenerationDefaults {
-  std::optional<float> temperature;
-  std::optional<float> top_p;
-  std::optional<int> top_k;
-  std::optional<float> min_p;
-  std::optional<float> repetition_penalty;
-  std::optional<int> max_new_tokens;
-  std::vector<int32_t> eos_token_ids;  // added to every request's stop_token_ids
-};
-
-// Reads <folder>/generation_config.json; a missing file gives empty defaults. Throws dcu::Error on a
-// malformed file.
-GenerationDefaults load_generation_defaults(const std::string& folder);
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
@@ -41,7 +27,7 @@ struct ServerConfig {
   std::string reasoning_parser;          // "" | qwen3 | deepseek_r1
   std::string tool_call_parser;          // "" | hermes | qwen3_coder
   bool enable_auto_tool_choice = false;
-  GenerationDefaults defaults;
+  GenerationDefaults defaults;  // from generation_config.json (dcu::load_generation_defaults), as vLLM's --generation-config auto
 };
 
 }  // namespace dcu::server

@@ -98,16 +98,22 @@ void matmul_tables(Backend& exact, Backend& fast, double copy_bw) {
     const double us = matmul_us(exact, 1, Weights(exact, s.N, s.K, DType::F16), 100);
     std::printf("| [%ld, %ld] | %.1f | %.0f |\n", long(s.N), long(s.K), us, double(s.N) * s.K * 2 / us / 1e3);
   }
-  std::printf("\n## Batch 9..32: GEMV vs cuBLAS (bf16 mode), mlp gate/up [17408, 5120]\n\n");
-  std::printf("| T | GEMV us | cuBLAS us |\n|---|---|---|\n");
+  // Where cuBLAS (bf16 mode, hi + lo) overtakes the GEMV: sets gpu_options_for_dtype's gemv_max_tokens.
+  std::printf("\n## GEMV vs cuBLAS (bf16 mode, hi + lo), us: GEMV / cuBLAS\n\n| shape [N, K] | what |");
+  const int64_t sweep[] = {2, 4, 5, 6, 8, 12, 16, 32};
+  for (int64_t T : sweep) std::printf(" T=%ld |", long(T));
+  std::printf("\n|---|---|---|---|---|---|---|---|---|---|\n");
   GpuBackendOptions o = gpu_options_for_dtype("bfloat16");
   o.gemv_max_tokens = 1;
   auto blas_only = make_gpu_backend(0, o);
-  Weights gate(exact, 17408, 5120, DType::BF16);
-  for (int64_t T : {8, 12, 16, 32})
-    std::printf("| %ld | %s | %.1f |\n", long(T),
-                T <= 16 ? fmt::format("{:.1f}", matmul_us(exact, T, gate, 50)).c_str() : "-",
-                matmul_us(*blas_only, T, gate, 50));
+  for (const Shape& s : {kShapes27B[0], kShapes27B[1], kShapes27B[2], kShapes27B[7], kShapes27B[8]}) {
+    Weights w(exact, s.N, s.K, DType::BF16);
+    std::printf("| [%ld, %ld] | %s |", long(s.N), long(s.K), s.name);
+    for (int64_t T : sweep)
+      std::printf(" %s / %.1f |", T <= 16 ? fmt::format("{:.1f}", matmul_us(exact, T, w, 20)).c_str() : "-",
+                  matmul_us(*blas_only, T, w, 20));
+    std::printf("\n");
+  }
   std::printf("\n## Prefill matmul, T = 2048, BF16 weights\n\n");
   std::printf("| shape [N, K] | what | f32 tiled us | f32 TFLOP/s | bf16 cuBLAS us | bf16 TFLOP/s |\n|---|---|---|---|---|---|\n");
   for (const Shape& s : kShapes27B) {

@@ -212,6 +212,15 @@ TEST_P(GpuOps, KvCacheWriteAndPagedAttention) {
   for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::BF16, rng, {{700, 1}, {15, 1}, {300, 1}});
 }
 
+// Long prompts, a chunked continuation and decode rows in one step: the tiled prefill kernel, whose
+// row tiles here also straddle sequence boundaries.
+TEST_P(GpuOps, PrefillAttention) {
+  const std::vector<std::pair<int, int>> seqs = {{0, 600}, {100, 300}, {700, 1}, {40, 9}};
+  for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::F32, rng, seqs);
+  check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, rng, seqs);
+  check_paged_attention(*gpu, kAttnShapes[2], DType::F16, rng, {{0, 77}, {5, 70}});
+}
+
 TEST_P(GpuOps, GdnConvAndGates) {
   for (auto [C, Kc] : std::vector<std::pair<int64_t, int>>{{10240, 4}, {192, 4}, {77, 3}}) {
     TestBatch batch(*gpu, {{0, 7}, {12, 1}, {40, 3}}, 16, 16, 5, rng);

@@ -5,7 +5,8 @@
 // queries in shared memory, so each K/V row is read once for all nh/nkv heads; long contexts are cut
 // into kSplit-position pieces that run in parallel and are merged by a second kernel (flash-decoding),
 // which keeps a decode step (T = 1, nkv small) spread over the GPU: the split length shrinks (down to
-// 32 positions) until the grid has a few hundred blocks. Prefill rows use the same kernel.
+// 32 positions) until the grid has a few hundred blocks. Steps with many rows per sequence (prefill)
+// use prefill_attention_kernel instead: tiles of rows share K/V tiles in shared memory.
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,8 @@ constexpr int kPrepThreads = 128;
 constexpr int kAttnThreads = 256;
 constexpr int kSplit = 256;  // most context positions per block
 constexpr int kTargetBlocks = 256;  // a decode grid this large keeps every SM busy
+// The tiled prefill kernel runs for steps of at least this many rows, on average this many per sequence.
+constexpr int kPrefillMinRows = 64, kPrefillRowsPerSeq = 4;
 
 // grid (T, nh + nkv), block kPrepThreads; dynamic shared memory d floats.
 template <int Lanes, typename N>
@@ -148,6 +151,115 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
   }
 }
 
+// Prefill rows (flash-attention style). grid (nkv, ceil(T / bq)), block kAttnThreads. A block takes bq
+// consecutive packed rows and one kv head: its R = bq * G query vectors share every K/V tile of kKvTile
+// positions loaded once into shared memory, with an online softmax; the output stays in registers.
+// Rows of the tile that belong to different sequences are handled one sequence after another.
+// Shared (dynamic): q [R][d + 1] | kv [kKvTile][d + 1] | p [R][kKvTile] | m, l, corr [R] (the +1 pads
+// rows onto different banks).
+constexpr int kKvTile = 16;
+constexpr int kPrefillMaxRows = 24;  // R: query vectors per block
+constexpr int kPrefillOut = kPrefillMaxRows * 256 / kAttnThreads;  // output registers per thread (d <= 256)
+
+template <typename E>
+__global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAttentionArgs a, int bq) {
+  extern __shared__ float smem[];
+  const int G = a.nh / a.nkv, d = a.d, dp = d + 1, R = bq * G;
+  float* qs = smem;
+  float* kv = qs + R * dp;
+  float* ps = kv + kKvTile * dp;
+  float* ms = ps + R * kKvTile;
+  float* ls = ms + R;
+  float* cs = ls + R;
+  const int kvh = blockIdx.x;
+  const int r0 = blockIdx.y * bq, r1 = min(a.T, r0 + bq);
+  const E* kc = static_cast<const E*>(a.k_cache);
+  const E* vc = static_cast<const E*>(a.v_cache);
+  const int64_t kv_row = int64_t(a.nkv) * d;
+  const int s_last = sequence_of(a.seq_row_begin, a.num_seqs, r1 - 1);
+  for (int s = sequence_of(a.seq_row_begin, a.num_seqs, r0); s <= s_last; ++s) {
+    const int rb = max(r0, a.seq_row_begin[s]), re = min(r1, a.seq_row_begin[s + 1]);
+    if (rb >= re) continue;
+    const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
+    int pmax = 0;
+    for (int r = rb; r < re; ++r) pmax = max(pmax, a.positions[r]);
+    __syncthreads();  // the previous sequence's readers of qs / ms are done
+    for (int e = threadIdx.x; e < R * d; e += blockDim.x) {
+      const int qr = e / d, i = e % d, row = r0 + qr / G;
+      qs[qr * dp + i] = row >= rb && row < re ? a.q[(int64_t(row) * a.nh + kvh * G + qr % G) * d + i] * a.scale : 0.0f;
+    }
+    for (int qr = threadIdx.x; qr < R; qr += blockDim.x) ms[qr] = -INFINITY, ls[qr] = 0.0f;
+    float o[kPrefillOut];
+#pragma unroll
+    for (int j = 0; j < kPrefillOut; ++j) o[j] = 0.0f;
+
+    for (int p0 = 0; p0 <= pmax; p0 += kKvTile) {
+      const int np = min(kKvTile, pmax + 1 - p0);
+      for (int e = threadIdx.x; e < kKvTile * d; e += blockDim.x) {
+        const int j = e / d, i = e % d, p = p0 + j;
+        float v = 0.0f;
+        if (j < np) {
+          const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
+          v = to_f32(kc[slot * kv_row + int64_t(kvh) * d + i]);
+        }
+        kv[j * dp + i] = v;
+      }
+      __syncthreads();
+      for (int e = threadIdx.x; e < R * kKvTile; e += blockDim.x) {
+        const int qr = e / kKvTile, j = e % kKvTile, row = r0 + qr / G;
+        float dot = -INFINITY;
+        if (j < np && row >= rb && row < re && p0 + j <= a.positions[row]) {
+          dot = 0.0f;
+          for (int i = 0; i < d; ++i) dot += qs[qr * dp + i] * kv[j * dp + i];
+        }
+        ps[qr * kKvTile + j] = dot;
+      }
+      __syncthreads();
+      for (int qr = threadIdx.x; qr < R; qr += blockDim.x) {  // online softmax, one thread per query vector
+        float m = ms[qr];
+        for (int j = 0; j < kKvTile; ++j) m = fmaxf(m, ps[qr * kKvTile + j]);
+        const float corr = m == -INFINITY ? 1.0f : expf(ms[qr] - m);
+        float l = 0.0f;
+        for (int j = 0; j < kKvTile; ++j) {
+          const float e = m == -INFINITY ? 0.0f : expf(ps[qr * kKvTile + j] - m);
+          ps[qr * kKvTile + j] = e;
+          l += e;
+        }
+        ms[qr] = m, ls[qr] = ls[qr] * corr + l, cs[qr] = corr;
+      }
+      for (int e = threadIdx.x; e < kKvTile * d; e += blockDim.x) {  // kv's K readers finished above
+        const int j = e / d, i = e % d, p = p0 + j;
+        float v = 0.0f;
+        if (j < np) {
+          const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
+          v = to_f32(vc[slot * kv_row + int64_t(kvh) * d + i]);
+        }
+        kv[j * dp + i] = v;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int jo = 0; jo < kPrefillOut; ++jo) {
+        const int e = threadIdx.x + jo * kAttnThreads;
+        if (e < R * d) {
+          const int qr = e / d, i = e % d;
+          float acc = o[jo] * cs[qr];
+          for (int j = 0; j < np; ++j) acc += ps[qr * kKvTile + j] * kv[j * dp + i];
+          o[jo] = acc;
+        }
+      }
+      __syncthreads();  // kv and ps are rewritten by the next tile
+    }
+#pragma unroll
+    for (int jo = 0; jo < kPrefillOut; ++jo) {
+      const int e = threadIdx.x + jo * kAttnThreads;
+      if (e < R * d) {
+        const int qr = e / d, i = e % d, row = r0 + qr / G;
+        if (row >= rb && row < re) a.out[(int64_t(row) * a.nh + kvh * G + qr % G) * d + i] = o[jo] / ls[qr];
+      }
+    }
+  }
+}
+
 // grid (T * nh), block threads over d: merges the splits with log-sum-exp weights.
 __global__ void merge_splits_kernel(const float* part_o, const float* part_ml, float* out, int splits, int d) {
   const int64_t th = blockIdx.x;
@@ -200,6 +312,19 @@ void launch_kv_cache_write(const Launch& l, const float* k, const float* v, cons
 void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch) {
   if (a.T == 0) return;
   const int G = a.nh / a.nkv;
+  // Many rows per sequence (prefill, chunked prefill): the tiled kernel, K/V shared by bq rows.
+  const int bq = std::max(1, kPrefillMaxRows / G);
+  if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && G <= kPrefillMaxRows &&
+      a.d <= kAttnThreads * kPrefillOut / (bq * G)) {
+    const size_t smem = (size_t(bq * G + kKvTile) * (a.d + 1) + size_t(bq * G) * (kKvTile + 3)) * sizeof(float);
+    with_elem_type(a.cache_type, [&](auto e) {
+      auto kernel = prefill_attention_kernel<decltype(e)>;
+      if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      kernel<<<dim3(a.nkv, blocks_for(a.T, bq)), kAttnThreads, smem, l.stream>>>(a, bq);
+    });
+    GPU_CHECK_LAUNCH();
+    return;
+  }
   // Split length: enough blocks to cover the GPU (a decode step has only nkv * T (kv head, token)
   // pairs), at most kSplit positions (the shared score buffer), at least 32.
   const int want_splits = std::max(1, (kTargetBlocks + a.nkv * a.T - 1) / (a.nkv * a.T));

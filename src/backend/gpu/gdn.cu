@@ -70,9 +70,13 @@ __global__ void gates_kernel(const float* a, const float* b, const A* A_log, con
 }
 
 // grid (ceil(dv / warps), Hv, S), block kDeltaThreads; shared q, k [dk] of the current token.
+// Each logical warp owns a state column in registers for the whole token loop. The next token's q, k,
+// decay, beta and v are loaded into registers while the current token is computed (one barrier per
+// token, global latency off the serial chain); q, k sit in a double buffer in shared memory.
 template <int Lanes, int R>
 __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs a, GdnBatch b) {
-  extern __shared__ float qk[];  // q [dk] | k [dk]
+  constexpr int NP = (2 * R * Lanes + kDeltaThreads - 1) / kDeltaThreads;  // q, k values per thread
+  extern __shared__ float qk[];  // 2 x (q [dk] | k [dk])
   const int dk = a.dk, dv = a.dv, Hv = a.Hv;
   const int64_t C = 2 * int64_t(a.Hk) * dk + int64_t(Hv) * dv;
   const int j = blockIdx.y, s = blockIdx.z, kh = j / (Hv / a.Hk);
@@ -88,45 +92,70 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
     st[i] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
   }
   const float q_scale = 1.0f / sqrtf(float(dk));
-  for (int row = b.seq_row_begin[s]; row < b.seq_row_begin[s + 1]; ++row) {
-    const float* u = a.qkv + int64_t(row) * C;
-    __syncthreads();  // the previous token's q, k are no longer read
-    for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-      qk[i] = u[int64_t(kh) * dk + i];
-      qk[dk + i] = u[int64_t(a.Hk) * dk + int64_t(kh) * dk + i];
-    }
-    __syncthreads();
-    if (!active) continue;
-    float qq = 0.0f, kk = 0.0f;
+  const int row_begin = b.seq_row_begin[s], row_end = b.seq_row_begin[s + 1];
+  // q_i for i < dk, k_{i - dk} after; the k head starts Hk * dk after the q head.
+  auto qk_at = [&](int row, int i) {
+    const float* u = a.qkv + int64_t(row) * C + int64_t(kh) * dk;
+    return i < dk ? u[i] : u[int64_t(a.Hk) * dk + i - dk];
+  };
+  float next[NP], next_decay = 0.0f, next_beta = 0.0f, next_v = 0.0f;
+  auto prefetch = [&](int row) {
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const int r = lane + i * Lanes;
-      if (r < dk) qq += qk[r] * qk[r], kk += qk[dk + r] * qk[dk + r];
+    for (int n = 0; n < NP; ++n) {
+      const int i = threadIdx.x + n * kDeltaThreads;
+      next[n] = i < 2 * dk ? qk_at(row, i) : 0.0f;
     }
-    const float q_inv = q_scale / sqrtf(warp_sum<Lanes>(qq) + 1e-6f);
-    const float k_inv = 1.0f / sqrtf(warp_sum<Lanes>(kk) + 1e-6f);
-    const float decay = expf(a.g[int64_t(row) * Hv + j]);
-    const float bt = a.beta[int64_t(row) * Hv + j];
-    float mem = 0.0f;
+    next_decay = a.g[int64_t(row) * Hv + j];
+    next_beta = a.beta[int64_t(row) * Hv + j];
+    next_v = active ? a.qkv[int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] : 0.0f;
+  };
+  auto stash = [&](float* buf) {
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const int r = lane + i * Lanes;
-      st[i] *= decay;
-      if (r < dk) mem += st[i] * qk[dk + r] * k_inv;
+    for (int n = 0; n < NP; ++n) {
+      const int i = threadIdx.x + n * kDeltaThreads;
+      if (i < 2 * dk) buf[i] = next[n];
     }
-    mem = warp_sum<Lanes>(mem);
-    const float delta = bt * (u[2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] - mem);
-    float o = 0.0f;
+  };
+  if (row_begin < row_end) {
+    prefetch(row_begin);
+    stash(qk);
+  }
+  for (int row = row_begin; row < row_end; ++row) {
+    float* cur = qk + ((row - row_begin) & 1) * 2 * dk;
+    const float decay = expf(next_decay), bt = next_beta, v = next_v;
+    __syncthreads();  // cur is written; the other buffer's readers (previous token) are done
+    if (row + 1 < row_end) prefetch(row + 1);
+    if (active) {
+      float qq = 0.0f, kk = 0.0f;
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const int r = lane + i * Lanes;
-      if (r < dk) {
-        st[i] += qk[dk + r] * k_inv * delta;
-        o += st[i] * qk[r] * q_inv;
+      for (int i = 0; i < R; ++i) {
+        const int r = lane + i * Lanes;
+        if (r < dk) qq += cur[r] * cur[r], kk += cur[dk + r] * cur[dk + r];
       }
+      const float q_inv = q_scale / sqrtf(warp_sum<Lanes>(qq) + 1e-6f);
+      const float k_inv = 1.0f / sqrtf(warp_sum<Lanes>(kk) + 1e-6f);
+      float mem = 0.0f;
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int r = lane + i * Lanes;
+        st[i] *= decay;
+        if (r < dk) mem += st[i] * cur[dk + r] * k_inv;
+      }
+      mem = warp_sum<Lanes>(mem);
+      const float delta = bt * (v - mem);
+      float o = 0.0f;
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int r = lane + i * Lanes;
+        if (r < dk) {
+          st[i] += cur[dk + r] * k_inv * delta;
+          o += st[i] * cur[r] * q_inv;
+        }
+      }
+      o = warp_sum<Lanes>(o);
+      if (lane == 0) a.out[(int64_t(row) * Hv + j) * dv + c] = o;
     }
-    o = warp_sum<Lanes>(o);
-    if (lane == 0) a.out[(int64_t(row) * Hv + j) * dv + c] = o;
+    if (row + 1 < row_end) stash(qk + ((row + 1 - row_begin) & 1) * 2 * dk);
   }
   if (!active) return;
 #pragma unroll
@@ -261,7 +290,7 @@ void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBat
     }
     const dim3 grid(blocks_for(a.dv, kDeltaThreads / Lanes), a.Hv, b.num_seqs);
     auto go = [&](auto r) {
-      delta_rule_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, smem, l.stream>>>(a, b);
+      delta_rule_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, 2 * smem, l.stream>>>(a, b);
     };
     if (a.dk <= 2 * Lanes) go(std::integral_constant<int, 2>{});
     else if (a.dk <= 4 * Lanes) go(std::integral_constant<int, 4>{});

@@ -37,6 +37,9 @@ inline GpuBackendOptions gpu_options_for_dtype(const std::string& dtype, int log
   GpuBackendOptions o;
   o.logical_warp = logical_warp;
   o.vendor_blas = dtype != "float32";
+  // With tensor cores, cuBLAS (weights read twice, hi + lo) beats the GEMV from about 5 rows on the
+  // large projections on an H200 (docs/PERFORMANCE_GPU.md).
+  if (o.vendor_blas) o.gemv_max_tokens = 4;
   return o;
 }
 
