@@ -7,10 +7,8 @@
 // asserted identical).
 
 #include <cstdio>
-#include <fstream>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "backend/gpu_backend_api.h"
 #include "support/model_fixture.h"
@@ -19,24 +17,6 @@ namespace dcu::testing {
 namespace {
 
 float logit_tolerance(const std::string& precision) { return precision == "float32" ? 1e-3f : 1e-2f; }
-
-struct Case {
-  std::string key;
-  std::vector<int32_t> ids;
-  std::vector<int32_t> greedy;
-};
-
-std::vector<Case> cases_of(const std::string& model_dir) {
-  std::ifstream in(model_dir + "/reference.json");
-  auto j = nlohmann::json::parse(in);
-  std::vector<Case> out;
-  for (const char* group : {"prompts", "chats"})
-    if (j.contains(group))
-      for (const auto& c : j[group])
-        out.push_back({c["key"].get<std::string>(), c["ids"].get<std::vector<int32_t>>(),
-                       c["greedy_ids"].get<std::vector<int32_t>>()});
-  return out;
-}
 
 using Param = std::tuple<std::string, int, std::string>;  // model dir, logical warp (0 = native), --dtype
 
@@ -54,7 +34,7 @@ class GpuGolden : public ::testing::TestWithParam<Param> {
 TEST_P(GpuGolden, PrefillLogitsMatchReference) {
   auto model = load();
   Reference ref(std::get<0>(GetParam()) + "/reference.safetensors");
-  for (const Case& c : cases_of(std::get<0>(GetParam()))) {
+  for (const ReferenceCase& c : reference_cases(std::get<0>(GetParam()))) {
     std::vector<float> expected = ref.floats(c.key + ".logits");
     for (int chunk : {int(c.ids.size()), 16}) {
       auto seq = model->start_sequence(c.ids);
@@ -75,7 +55,7 @@ TEST_P(GpuGolden, PrefillLogitsMatchReference) {
 TEST_P(GpuGolden, GreedyContinuationsMatchReference) {
   auto model = load();
   const int64_t V = model->config.vocab_size;
-  for (const Case& c : cases_of(std::get<0>(GetParam()))) {
+  for (const ReferenceCase& c : reference_cases(std::get<0>(GetParam()))) {
     auto seq = model->start_sequence(c.ids);
     std::vector<float> logits = model->step({{&seq, int(c.ids.size())}}, false);
     std::vector<int32_t> generated;

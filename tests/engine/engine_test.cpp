@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_factory.h"
+#include "support/event_collector.h"
 #include "support/model_fixture.h"
 
 namespace dcu {
@@ -17,47 +18,7 @@ namespace {
 
 const std::string kModel = "tests/data/tiny-qwen35";
 
-// Collects one request's events and waits for its end.
-struct Collector {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::vector<int32_t> ids;
-  std::vector<std::optional<SampledToken>> prompt_logprobs;
-  std::optional<FinishReason> finished;
-  int events = 0;
-
-  EventCallback callback() {
-    return [this](GenerationEvent&& ev) {
-      std::lock_guard lock(mutex);
-      ++events;
-      for (const auto& t : ev.tokens) ids.push_back(t.id);
-      if (!ev.prompt_logprobs.empty()) prompt_logprobs = ev.prompt_logprobs;
-      if (ev.finished) finished = ev.finished, cv.notify_all();
-    };
-  }
-  void wait() {
-    std::unique_lock lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return finished.has_value(); }));
-  }
-};
-
-struct RefCase {
-  std::vector<int32_t> ids, greedy;
-  std::string key;
-};
-
-std::vector<RefCase> reference_cases() {
-  auto j = nlohmann::json::parse(std::ifstream(kModel + "/reference.json"));
-  std::vector<RefCase> out;
-  for (const char* group : {"prompts", "chats"})
-    for (const auto& c : j[group])
-      if (c["ids"].size() < 200)
-        out.push_back({c["ids"].get<std::vector<int32_t>>(), c["greedy_ids"].get<std::vector<int32_t>>(),
-                       c["key"].get<std::string>()});
-  return out;
-}
-
-GenerationRequest greedy_request(const RefCase& c) {
+GenerationRequest greedy_request(const testing::ReferenceCase& c) {
   GenerationRequest r;
   r.prompt = c.ids;
   r.sampling.temperature = 0;
@@ -79,7 +40,7 @@ std::unique_ptr<Engine> make_engine(std::optional<int64_t> cache_bytes = std::nu
   return create_engine(o);
 }
 
-RequestId submit_ok(Engine& e, GenerationRequest r, Collector& c) {
+RequestId submit_ok(Engine& e, GenerationRequest r, testing::EventCollector& c) {
   auto res = e.submit(std::move(r), c.callback());
   EXPECT_TRUE(std::holds_alternative<RequestId>(res));
   return std::get<RequestId>(res);
@@ -87,11 +48,11 @@ RequestId submit_ok(Engine& e, GenerationRequest r, Collector& c) {
 
 TEST(Engine, ConcurrentGreedyRequestsMatchTheReference) {
   auto engine = make_engine();
-  auto cases = reference_cases();
-  std::vector<std::unique_ptr<Collector>> out;
+  auto cases = testing::reference_cases(kModel, 200);
+  std::vector<std::unique_ptr<testing::EventCollector>> out;
   for (int copy = 0; copy < 3; ++copy)
     for (const auto& c : cases) {
-      out.push_back(std::make_unique<Collector>());
+      out.push_back(std::make_unique<testing::EventCollector>());
       submit_ok(*engine, greedy_request(c), *out.back());
     }
   for (size_t i = 0; i < out.size(); ++i) {
@@ -105,12 +66,12 @@ TEST(Engine, PreemptionUnderMemoryPressureKeepsOutputsExact) {
   // 900 kB: two GDN state slots (170 kB each) and 17 KV pages of 16 tokens, while two copies of
   // prompt0 (110 + 24 tokens) need 9 pages each: the newer one is preempted and recomputed.
   auto engine = make_engine(900000);
-  auto cases = reference_cases();
-  std::vector<std::unique_ptr<Collector>> out;
-  std::vector<const RefCase*> expected;
+  auto cases = testing::reference_cases(kModel, 200);
+  std::vector<std::unique_ptr<testing::EventCollector>> out;
+  std::vector<const testing::ReferenceCase*> expected;
   for (int copy = 0; copy < 3; ++copy)
-    for (const RefCase* c : {&cases[0], &cases[4], &cases[0]}) {
-      out.push_back(std::make_unique<Collector>());
+    for (const testing::ReferenceCase* c : {&cases[0], &cases[4], &cases[0]}) {
+      out.push_back(std::make_unique<testing::EventCollector>());
       expected.push_back(c);
       submit_ok(*engine, greedy_request(*c), *out.back());
     }
@@ -132,7 +93,7 @@ TEST(Engine, PromptLogprobsEqualTheReferenceLogSoftmax) {
   r.prompt = ids;
   r.sampling.max_tokens = 0;
   r.sampling.prompt_logprobs = 2;
-  Collector c;
+  testing::EventCollector c;
   submit_ok(*engine, r, c);
   c.wait();
   ASSERT_EQ(c.prompt_logprobs.size(), ids.size());
@@ -150,10 +111,10 @@ TEST(Engine, PromptLogprobsEqualTheReferenceLogSoftmax) {
 
 TEST(Engine, CancelEndsOneRequestAndLeavesTheOthers) {
   auto engine = make_engine();
-  auto cases = reference_cases();
+  auto cases = testing::reference_cases(kModel, 200);
   GenerationRequest long_req = greedy_request(cases[0]);
   long_req.sampling.max_tokens = 100;
-  Collector victim, other;
+  testing::EventCollector victim, other;
   RequestId id = submit_ok(*engine, long_req, victim);
   submit_ok(*engine, greedy_request(cases[1]), other);
   engine->cancel(id);
@@ -168,10 +129,10 @@ TEST(Engine, CancelEndsOneRequestAndLeavesTheOthers) {
 
 TEST(Engine, StopTokenIdsAndLengthLimits) {
   auto engine = make_engine();
-  auto c0 = reference_cases()[0];
+  auto c0 = testing::reference_cases(kModel, 200)[0];
   GenerationRequest r = greedy_request(c0);
   r.sampling.stop_token_ids = {c0.greedy[3]};
-  Collector c;
+  testing::EventCollector c;
   submit_ok(*engine, r, c);
   c.wait();
   EXPECT_EQ(*c.finished, FinishReason::Stop);
@@ -191,11 +152,11 @@ TEST(Engine, StopTokenIdsAndLengthLimits) {
 
 TEST(Engine, FullWaitingQueueAsksToRetryLater) {
   auto engine = make_engine(std::nullopt, /*max_waiting=*/2, /*max_batched=*/16);
-  auto c0 = reference_cases()[0];
-  std::vector<std::unique_ptr<Collector>> accepted;
+  auto c0 = testing::reference_cases(kModel, 200)[0];
+  std::vector<std::unique_ptr<testing::EventCollector>> accepted;
   bool rejected = false;
   for (int i = 0; i < 40 && !rejected; ++i) {
-    auto col = std::make_unique<Collector>();
+    auto col = std::make_unique<testing::EventCollector>();
     auto res = engine->submit(greedy_request(c0), col->callback());
     if (auto* e = std::get_if<SubmitError>(&res)) {
       rejected = true;
@@ -210,19 +171,19 @@ TEST(Engine, FullWaitingQueueAsksToRetryLater) {
 
 TEST(Engine, SeededSamplingDoesNotDependOnTheBatch) {
   auto engine = make_engine();
-  auto c0 = reference_cases()[1];
+  auto c0 = testing::reference_cases(kModel, 200)[1];
   auto sampled = [&](int neighbours) {
-    std::vector<std::unique_ptr<Collector>> others;
+    std::vector<std::unique_ptr<testing::EventCollector>> others;
     for (int i = 0; i < neighbours; ++i) {
-      others.push_back(std::make_unique<Collector>());
-      GenerationRequest n = greedy_request(reference_cases()[0]);
+      others.push_back(std::make_unique<testing::EventCollector>());
+      GenerationRequest n = greedy_request(testing::reference_cases(kModel, 200)[0]);
       n.sampling.temperature = 1.0f;
       submit_ok(*engine, n, *others.back());
     }
     GenerationRequest r = greedy_request(c0);
     r.sampling.temperature = 1.0f;
     r.sampling.seed = 99;
-    Collector c;
+    testing::EventCollector c;
     submit_ok(*engine, r, c);
     c.wait();
     for (auto& o : others) o->wait();

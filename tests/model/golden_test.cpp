@@ -2,10 +2,8 @@
 // and the bundled demo model: logits at every prompt position, per-layer hidden states, and greedy
 // continuations.
 
-#include <fstream>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "support/model_fixture.h"
 
@@ -14,24 +12,6 @@ namespace {
 
 constexpr float kLogitTolerance = 1e-3f;
 
-struct Case {
-  std::string key;
-  std::vector<int32_t> ids;
-  std::vector<int32_t> greedy;
-};
-
-std::vector<Case> cases_of(const std::string& model_dir) {
-  std::ifstream in(model_dir + "/reference.json");
-  auto j = nlohmann::json::parse(in);
-  std::vector<Case> out;
-  for (const char* group : {"prompts", "chats"})
-    if (j.contains(group))
-      for (const auto& c : j[group])
-        out.push_back({c["key"].get<std::string>(), c["ids"].get<std::vector<int32_t>>(),
-                       c["greedy_ids"].get<std::vector<int32_t>>()});
-  return out;
-}
-
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, PrefillLogitsMatchReference) {
@@ -39,7 +19,7 @@ TEST_P(GoldenTest, PrefillLogitsMatchReference) {
   LoadedModel model(dir);
   Reference ref(dir + "/reference.safetensors");
   const int64_t V = model.config.vocab_size;
-  for (const Case& c : cases_of(dir)) {
+  for (const ReferenceCase& c : reference_cases(dir)) {
     std::vector<int64_t> shape;
     std::vector<float> expected = ref.floats(c.key + ".logits", &shape);
     ASSERT_EQ(shape[0], int64_t(c.ids.size())) << c.key;
@@ -56,7 +36,7 @@ TEST_P(GoldenTest, GreedyContinuationsMatchReference) {
   const std::string dir = GetParam();
   LoadedModel model(dir);
   const int64_t V = model.config.vocab_size;
-  for (const Case& c : cases_of(dir)) {
+  for (const ReferenceCase& c : reference_cases(dir)) {
     auto seq = model.start_sequence(c.ids);
     std::vector<float> logits = model.step({{&seq, int(c.ids.size())}}, false);
     std::vector<int32_t> generated;

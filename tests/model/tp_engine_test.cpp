@@ -11,31 +11,12 @@
 
 #include "core/error.h"
 #include "engine/engine_factory.h"
+#include "support/event_collector.h"
 
 namespace dcu {
 namespace {
 
 const std::string kModel = "tests/data/tiny-qwen35";
-
-struct Collector {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::vector<int32_t> ids;
-  std::optional<FinishReason> finished;
-  std::string error;
-
-  EventCallback callback() {
-    return [this](GenerationEvent&& ev) {
-      std::lock_guard lock(mutex);
-      for (const auto& t : ev.tokens) ids.push_back(t.id);
-      if (ev.finished) finished = ev.finished, error = ev.error, cv.notify_all();
-    };
-  }
-  void wait() {
-    std::unique_lock lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(300), [&] { return finished.has_value(); }));
-  }
-};
 
 EngineOptions options(int tp) {
   EngineOptions o;
@@ -52,7 +33,7 @@ TEST(TensorParallelEngine, TwoCpuRanksReproduceReferenceGreedy) {
   auto engine = create_engine(options(2));
   auto j = nlohmann::json::parse(std::ifstream(kModel + "/reference.json"));
   std::vector<std::vector<int32_t>> expected;
-  std::vector<std::unique_ptr<Collector>> out;
+  std::vector<std::unique_ptr<testing::EventCollector>> out;
   for (const char* group : {"prompts", "chats"})
     for (const auto& c : j[group]) {
       if (c["ids"].size() >= 200) continue;
@@ -62,7 +43,7 @@ TEST(TensorParallelEngine, TwoCpuRanksReproduceReferenceGreedy) {
       r.sampling.temperature = 0;
       r.sampling.max_tokens = int(expected.back().size());
       r.sampling.ignore_eos = true;
-      out.push_back(std::make_unique<Collector>());
+      out.push_back(std::make_unique<testing::EventCollector>());
       auto id = engine->submit(std::move(r), out.back()->callback());
       ASSERT_TRUE(std::holds_alternative<RequestId>(id));
     }

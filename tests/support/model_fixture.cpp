@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -22,6 +25,18 @@ std::vector<int32_t> Reference::ints(const std::string& name) const {
   DCU_CHECK(t.dtype == DType::I32);
   std::vector<int32_t> out(t.bytes / 4);
   std::memcpy(out.data(), t.data, t.bytes);
+  return out;
+}
+
+std::vector<ReferenceCase> reference_cases(const std::string& model_dir, size_t max_ids) {
+  auto j = nlohmann::json::parse(std::ifstream(model_dir + "/reference.json"));
+  std::vector<ReferenceCase> out;
+  for (const char* group : {"prompts", "chats"})
+    if (j.contains(group))
+      for (const auto& c : j[group])
+        if (c["ids"].size() < max_ids)
+          out.push_back({c["key"].get<std::string>(), c["ids"].get<std::vector<int32_t>>(),
+                         c["greedy_ids"].get<std::vector<int32_t>>()});
   return out;
 }
 

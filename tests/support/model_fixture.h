@@ -2,6 +2,7 @@
 // Test support: a model loaded on the CPU backend with its own caches, and a helper that feeds one or
 // more sequences through the runner in chosen chunk sizes.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,15 @@ class Reference {
  private:
   SafetensorsFile file_;
 };
+
+// One prompt or chat of a fixture's reference.json: its ids and transformers' greedy continuation.
+struct ReferenceCase {
+  std::string key;
+  std::vector<int32_t> ids;
+  std::vector<int32_t> greedy;
+};
+// Prompts, then chats, of <model_dir>/reference.json; those of max_ids or more ids are left out.
+std::vector<ReferenceCase> reference_cases(const std::string& model_dir, size_t max_ids = SIZE_MAX);
 
 class LoadedModel {
  public:

@@ -155,22 +155,24 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
 // consecutive packed rows and one kv head: its R = bq * G query vectors share every K/V tile of kKvTile
 // positions loaded once into shared memory, with an online softmax; the output stays in registers.
 // Rows of the tile that belong to different sequences are handled one sequence after another.
-// Shared (dynamic): q [R][d + 1] | kv [kKvTile][d + 1] | p [R][kKvTile] | m, l, corr [R] (the +1 pads
-// rows onto different banks).
+// Thread (group, i) accumulates output dim i of query vectors group, group + groups, ... (d <= 256).
+// Shared (dynamic): p [R][kKvTile] | m, l, corr [R] | q [R][d + 1] | kv [kKvTile][d + 1] (the +1 pads
+// rows onto different banks; p first keeps its rows 16-byte aligned for float4 reads).
 constexpr int kKvTile = 16;
 constexpr int kPrefillMaxRows = 24;  // R: query vectors per block
-constexpr int kPrefillOut = kPrefillMaxRows * 256 / kAttnThreads;  // output registers per thread (d <= 256)
 
 template <typename E>
 __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAttentionArgs a, int bq) {
   extern __shared__ float smem[];
   const int G = a.nh / a.nkv, d = a.d, dp = d + 1, R = bq * G;
-  float* qs = smem;
-  float* kv = qs + R * dp;
-  float* ps = kv + kKvTile * dp;
+  float* ps = smem;
   float* ms = ps + R * kKvTile;
   float* ls = ms + R;
   float* cs = ls + R;
+  float* qs = cs + R;
+  float* kv = qs + R * dp;
+  const int groups = max(1, int(blockDim.x) / d), oi = threadIdx.x % d, og = threadIdx.x / d;
+  const bool owner = og < groups;  // threads past groups * d own no output
   const int kvh = blockIdx.x;
   const int r0 = blockIdx.y * bq, r1 = min(a.T, r0 + bq);
   const E* kc = static_cast<const E*>(a.k_cache);
@@ -189,9 +191,9 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
       qs[qr * dp + i] = row >= rb && row < re ? a.q[(int64_t(row) * a.nh + kvh * G + qr % G) * d + i] * a.scale : 0.0f;
     }
     for (int qr = threadIdx.x; qr < R; qr += blockDim.x) ms[qr] = -INFINITY, ls[qr] = 0.0f;
-    float o[kPrefillOut];
+    float o[kPrefillMaxRows];
 #pragma unroll
-    for (int j = 0; j < kPrefillOut; ++j) o[j] = 0.0f;
+    for (int n = 0; n < kPrefillMaxRows; ++n) o[n] = 0.0f;
 
     for (int p0 = 0; p0 <= pmax; p0 += kKvTile) {
       const int np = min(kKvTile, pmax + 1 - p0);
@@ -237,25 +239,31 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
         kv[j * dp + i] = v;
       }
       __syncthreads();
+      if (owner) {  // p is 0 and kv is 0 past np: all kKvTile positions can be summed
 #pragma unroll
-      for (int jo = 0; jo < kPrefillOut; ++jo) {
-        const int e = threadIdx.x + jo * kAttnThreads;
-        if (e < R * d) {
-          const int qr = e / d, i = e % d;
-          float acc = o[jo] * cs[qr];
-          for (int j = 0; j < np; ++j) acc += ps[qr * kKvTile + j] * kv[j * dp + i];
-          o[jo] = acc;
+        for (int n = 0; n < kPrefillMaxRows; ++n)
+          if (og + n * groups < R) o[n] *= cs[og + n * groups];
+#pragma unroll
+        for (int j = 0; j < kKvTile; j += 4) {
+          const float v0 = kv[j * dp + oi], v1 = kv[(j + 1) * dp + oi], v2 = kv[(j + 2) * dp + oi],
+                      v3 = kv[(j + 3) * dp + oi];
+#pragma unroll
+          for (int n = 0; n < kPrefillMaxRows; ++n) {
+            const int qr = og + n * groups;
+            if (qr < R) {
+              const float4 p = *reinterpret_cast<const float4*>(ps + qr * kKvTile + j);
+              o[n] += p.x * v0 + p.y * v1 + p.z * v2 + p.w * v3;
+            }
+          }
         }
       }
       __syncthreads();  // kv and ps are rewritten by the next tile
     }
 #pragma unroll
-    for (int jo = 0; jo < kPrefillOut; ++jo) {
-      const int e = threadIdx.x + jo * kAttnThreads;
-      if (e < R * d) {
-        const int qr = e / d, i = e % d, row = r0 + qr / G;
-        if (row >= rb && row < re) a.out[(int64_t(row) * a.nh + kvh * G + qr % G) * d + i] = o[jo] / ls[qr];
-      }
+    for (int n = 0; n < kPrefillMaxRows; ++n) {
+      const int qr = og + n * groups, row = r0 + qr / G;
+      if (owner && qr < R && row >= rb && row < re)
+        a.out[(int64_t(row) * a.nh + kvh * G + qr % G) * d + oi] = o[n] / ls[qr];
     }
   }
 }
@@ -315,7 +323,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
   // Many rows per sequence (prefill, chunked prefill): the tiled kernel, K/V shared by bq rows.
   const int bq = std::max(1, kPrefillMaxRows / G);
   if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && G <= kPrefillMaxRows &&
-      a.d <= kAttnThreads * kPrefillOut / (bq * G)) {
+      a.d <= kAttnThreads) {
     const size_t smem = (size_t(bq * G + kKvTile) * (a.d + 1) + size_t(bq * G) * (kKvTile + 3)) * sizeof(float);
     with_elem_type(a.cache_type, [&](auto e) {
       auto kernel = prefill_attention_kernel<decltype(e)>;
