@@ -85,6 +85,12 @@ ModelConfig config_for(const EngineOptions& o) {
 std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o, int local_ranks) {
   std::vector<std::unique_ptr<Backend>> out;
   out.push_back(make_backend(o.device, 0, o.dtype));
+  // Simulated CPU ranks only on request: `auto` on a machine without enough GPUs is an error, as in vLLM.
+  if (local_ranks > 1 && o.device == "auto" && out[0]->kind() == DeviceKind::Cpu)
+    fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}{} (add --device cpu to simulate the ranks on "
+         "the CPU)",
+         o.tensor_parallel_size, local_ranks, gpu_backend_compiled() ? list_gpu_devices().size() : 0,
+         gpu_backend_compiled() ? "" : " usable by this build");
   if (local_ranks > 1 && out[0]->kind() != DeviceKind::Cpu) {
     const int gpus = int(list_gpu_devices().size());
     if (gpus < local_ranks)

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/gpu_backend_api.h"
+#include "core/error.h"
 #include "engine/engine_factory.h"
 #include "support/event_collector.h"
 #include "support/model_fixture.h"
@@ -190,6 +192,19 @@ TEST(Engine, SeededSamplingDoesNotDependOnTheBatch) {
     return c.ids;
   };
   EXPECT_EQ(sampled(0), sampled(5));
+}
+
+TEST(Engine, TensorParallelWithoutEnoughGpusIsAClearError) {
+  if (gpu_backend_compiled() && list_gpu_devices().size() >= 2) GTEST_SKIP() << "this machine has the GPUs";
+  EngineOptions o;
+  o.model_dir = kModel;
+  o.tensor_parallel_size = 2;  // device auto: GPUs wanted, none here
+  try {
+    create_engine(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--tensor-parallel-size 2 needs 2 GPUs"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
