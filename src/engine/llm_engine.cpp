@@ -123,15 +123,16 @@ void LlmEngine::run_step() {
     steps.push_back(SequenceStep{std::span<const int32_t>(s.tokens).subspan(size_t(s.computed), size_t(w.num_tokens)),
                                  s.computed, s.blocks, s.state_slot, w.all_logits});
   }
-  std::vector<float> logits;
+  std::vector<float>* step_logits = nullptr;
   try {
-    logits = step_model(steps);
+    step_logits = &step_model(steps);
   } catch (const Error& e) {
     log::error("model step failed: {}", e.what());
     for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, e.what());
     return;
   }
 
+  std::vector<float>& logits = *step_logits;
   const size_t V = size_t(runner_->config().vocab_size);
   size_t row = 0;
   for (const auto& w : work) {
@@ -180,18 +181,18 @@ void LlmEngine::publish_counts() {
   preemptions_ = scheduler_.preemptions();
 }
 
-std::vector<float> LlmEngine::step_model(std::span<const SequenceStep> steps) {
+std::vector<float>& LlmEngine::step_model(std::span<const SequenceStep> steps) {
   if (model_.ranks.size() == 1) return runner_->step(steps);
-  std::vector<float> logits;
+  std::vector<float>* logits = nullptr;
   model_.threads->run(
       [&](int rank) {
-        const std::vector<float>& out = model_.ranks[size_t(rank)].runner->step(steps);
-        if (rank == 0) logits = out;
+        std::vector<float>& out = model_.ranks[size_t(rank)].runner->step(steps);
+        if (rank == 0) logits = &out;
       },
       [&] {  // a rank failed: the others must not wait for it in a collective
         for (auto& r : model_.ranks) r.comm->abort();
       });
-  return logits;
+  return *logits;
 }
 
 void LlmEngine::finish(Sequence* seq, FinishReason reason, GenerationEvent event, std::string error) {

@@ -58,7 +58,7 @@ class LlmEngine final : public Engine {
   void drain_inbox();
   void run_step();
   // One model step on every rank; rank 0's logits.
-  std::vector<float> step_model(std::span<const SequenceStep> steps);
+  std::vector<float>& step_model(std::span<const SequenceStep> steps);  // rank 0's buffer, no copy
   // Ends a sequence: last event, caches returned, memory freed.
   void finish(Sequence* seq, FinishReason reason, GenerationEvent event = {}, std::string error = {});
   void publish_counts();  // the gauges stats() reads

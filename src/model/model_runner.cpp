@@ -188,7 +188,7 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
                        base + o_blocks, base + o_states};
 }
 
-const std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
+std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
   build_batch(seqs);
   const int T = batch_.num_tokens();
   const ModelConfig& c = local_;

@@ -52,7 +52,8 @@ class ModelRunner {
 
   // Logits [R, V] in host memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
   // Under tensor parallelism only rank 0 returns them; other ranks return an empty vector.
-  const std::vector<float>& step(std::span<const SequenceStep> seqs);
+  // The buffer is the runner's own: valid until the next step, and callers may modify it (sampling).
+  std::vector<float>& step(std::span<const SequenceStep> seqs);
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
   const ModelConfig& config() const { return config_; }

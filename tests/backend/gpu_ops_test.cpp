@@ -101,14 +101,16 @@ TEST_P(GpuOps, Matmul) {
 }
 
 // The bf16/f16 precision mode: cuBLAS on CUDA builds (activations split into two 16-bit parts, tensor
-// cores, f32 accumulation); elsewhere the same portable kernels run. Both GEMV batch limits are covered.
+// cores, f32 accumulation); elsewhere the same portable kernels run. Both GEMV batch limits are covered; at limit 4 the 8- and
+// 16-row cases take the GEMV on narrow matrices (N <= 1024) and cuBLAS on wider ones (N = 1100).
 TEST_P(GpuOps, MatmulWithVendorBlas) {
   for (int gemv_max : {16, 4}) {
     GpuBackendOptions o = gpu_options_for_dtype("bfloat16", GetParam());
     o.gemv_max_tokens = gemv_max;
     auto blas = make_gpu_backend(0, o);
     for (const MatmulCase& c : std::vector<MatmulCase>{{70, 640, 300, DType::BF16}, {300, 5120, 1000, DType::BF16},
-                                                       {33, 131, 67, DType::F16}, {8, 5120, 1024, DType::BF16}}) {
+                                                       {33, 131, 67, DType::F16}, {8, 5120, 1024, DType::BF16},
+                                                       {8, 640, 1100, DType::BF16}, {16, 5120, 48, DType::BF16}}) {
       HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
       x.random(rng), w.random(rng, -0.1f, 0.1f);
       cpu::matmul(x.t, w.t, y.t);

@@ -27,7 +27,8 @@ struct GpuBackendOptions {
   // logits within 1e-2 of an f32 reference. Off: the portable f32 kernels everywhere (within 1e-3).
   // HIP builds ignore it (no rocBLAS in Debian). See gpu_options_for_dtype().
   bool vendor_blas = true;
-  // Matmuls with at most this many token rows (1..16) use the bandwidth-bound GEMV.
+  // Matmuls with at most this many token rows (1..16) use the bandwidth-bound GEMV; narrow matrices
+  // (at most 1,024 output rows) use it up to 16 rows regardless (see use_gemv in matmul.cu).
   int gemv_max_tokens = 16;
 };
 

@@ -1,5 +1,5 @@
 // y = x . w^T with f32 activations and F32/F16/BF16 weights, f32 accumulation.
-//  - T <= gemv_max_tokens (decode): GEMV. A block owns C output columns and its threads split K in
+//  - T <= gemv_max_tokens, or T <= 16 on a narrow matrix (decode; see use_gemv): GEMV. A block owns C output columns and its threads split K in
 //    8-element chunks, so every weight row is streamed exactly once (16-byte loads, C rows in flight
 //    per thread) for all T token rows, and even a narrow matrix ([1024, 5120]) spreads over the GPU
 //    (split-K inside the block, reduced through shared memory). On gfx906 F16 weights go through
@@ -249,13 +249,26 @@ void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 }
 #endif
 
+// GEMV or a GEMM, by shape. Up to gemv_max_tokens rows always take the GEMV. Narrow matrices
+// (N <= kGemvNarrowColumns output rows) take it up to kGemvMaxTokens rows whatever the limit: on an
+// H200 (BF16 weights, docs/PERFORMANCE_GPU.md round 2) cuBLAS hi + lo costs ~40 us on k/v_proj
+// [1024, 5120] at any T (and as much on GDN a/b [48, 5120]) while the GEMV takes 9.3 / 13.2 / 21.6 us
+// at T = 4 / 8 / 16; wide matrices (q_proj [12288, 5120], down [5120, 17408]) cross over at T = 5-6,
+// which is what gemv_max_tokens = 4 encodes.
+constexpr int64_t kGemvNarrowColumns = 1024;
+
+bool use_gemv(const Launch& l, const MatmulArgs& a) {
+  if (a.T <= std::min<int64_t>(l.gemv_max_tokens, kGemvMaxTokens)) return true;
+  return a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns;
+}
+
 }  // namespace
 
 void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   if (a.T == 0 || a.N == 0) return;
   with_elem_type(a.w_type, [&](auto e) {
     using W = decltype(e);
-    if (a.T <= std::min<int64_t>(l.gemv_max_tokens, kGemvMaxTokens)) {
+    if (use_gemv(l, a)) {
       with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, W>(l, a); });
       return;
     }
