@@ -125,6 +125,19 @@ describe('dcuserve serve (no api key, qwen3 reasoning parser, hermes tools)', ()
     assert.ok(!r.choices[0].text.includes(' '));
   });
 
+  test('n > 1 with a seed: n distinct samples, the same again for the same seed', async () => {
+    const req = { model: 'demo', prompt: 'The', max_tokens: 16, temperature: 1.5, n: 3, seed: 1234 };
+    const first = await client.completions.create(req);
+    const again = await client.completions.create(req);
+    assert.equal(first.choices.length, 3);
+    assert.deepEqual(first.choices.map((c) => c.index).sort(), [0, 1, 2]);
+    const texts = (r) => [...r.choices].sort((a, b) => a.index - b.index).map((c) => c.text);
+    assert.deepEqual(texts(again), texts(first));
+    assert.ok(new Set(texts(first)).size > 1, 'the n samples differ');
+    const other = await client.completions.create({ ...req, seed: 99 });
+    assert.notDeepEqual(texts(other), texts(first));
+  });
+
   test('errors have OpenAI shape and status', async () => {
     await assert.rejects(client.completions.create({ model: 'demo', prompt: 'x', temperature: 5 }),
       (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'temperature');
