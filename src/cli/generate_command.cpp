@@ -13,8 +13,10 @@
 #include "cli/model_path.h"
 #include "core/error.h"
 #include "engine/engine_factory.h"
+#include "text/chat_template.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
+#include "text/tokenizer_config.h"
 
 namespace dcu {
 namespace {
@@ -25,7 +27,8 @@ struct GenerateArgs {
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = -1;
   std::optional<uint64_t> seed;
-  bool json = false, ignore_eos = false;
+  bool json = false, ignore_eos = false, chat = false;
+  std::string enable_thinking;  // "", "true" or "false": the chat template's enable_thinking
   int max_model_len = 0;
   int tensor_parallel_size = 1;
 };
@@ -48,6 +51,18 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// The prompt as one user message through the model's chat template, with the generation prompt.
+std::string render_chat_prompt(const std::string& model_dir, const GenerateArgs& a) {
+  const text::TokenizerConfig config = text::TokenizerConfig::load(model_dir);
+  if (!config.chat_template) fail("{} has no chat template (tokenizer_config.json / chat_template.jinja)", model_dir);
+  ChatRenderInput input;
+  input.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", a.prompt}}});
+  if (!a.enable_thinking.empty()) input.extra_kwargs["enable_thinking"] = a.enable_thinking == "true";
+  input.bos_token = config.bos_token.value_or("");
+  input.eos_token = config.eos_token.value_or("");
+  return ChatTemplate(*config.chat_template).render(input);
+}
+
 void run_generate(const GenerateArgs& a) {
   EngineOptions opts;
   opts.model_dir = resolve_model_dir(a.model);
@@ -64,7 +79,7 @@ void run_generate(const GenerateArgs& a) {
     prompt = parse_ids(a.prompt_ids);
   } else {
     if (!tokenizer) fail("{} has no tokenizer.json; use --prompt-ids", opts.model_dir);
-    prompt = tokenizer->encode(a.prompt);
+    prompt = tokenizer->encode(a.chat ? render_chat_prompt(opts.model_dir, a) : a.prompt);
   }
   if (opts.max_model_len == 0) opts.max_model_len = int(prompt.size()) + a.max_tokens + 1;
   auto engine = create_engine(opts);
@@ -136,6 +151,9 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep going past end-of-sequence tokens");
   cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"text\": \"...\"}");
+  cmd->add_flag("--chat", args->chat, "Send --prompt as a user message through the model's chat template");
+  cmd->add_option("--enable-thinking", args->enable_thinking, "true | false: the chat template's enable_thinking")
+      ->check(CLI::IsMember({"true", "false"}));
   cmd->callback([args] {
     if (args->prompt.empty() && args->prompt_ids.empty()) fail("give --prompt TEXT or --prompt-ids 1,2,3");
     run_generate(*args);
