@@ -1,10 +1,10 @@
 // y = x . w^T with f32 activations and F32/F16/BF16 weights, f32 accumulation.
-//  - T <= gemv_max_tokens, or T <= 16 on a narrow matrix (decode; see use_gemv): GEMV. A block owns C output columns and its threads split K in
-//    8-element chunks, so every weight row is streamed exactly once (16-byte loads, C rows in flight
-//    per thread) for all T token rows, and even a narrow matrix ([1024, 5120]) spreads over the GPU
-//    (split-K inside the block, reduced through shared memory). On gfx906 F16 weights go through
-//    v_dot2_f32_f16 (the activations are rounded to f16 for the dot, the sum stays f32); BF16 is
-//    widened by a shift (gfx906 has no bf16 arithmetic).
+//  - T <= gemv_max_tokens, or T <= 16 on a narrow matrix (decode; see use_gemv): GEMV. A block owns
+//    C output columns and its threads split K in 8-element chunks, so every weight row is streamed
+//    exactly once (16-byte loads, C rows in flight per thread) for all T token rows, and even a
+//    narrow matrix ([1024, 5120]) spreads over the GPU (split-K inside the block, reduced through
+//    shared memory). On gfx906 F16 weights go through v_dot2_f32_f16 (the activations are rounded
+//    to f16 for the dot, the sum stays f32); BF16 is widened by a shift (no bf16 arithmetic there).
 //  - larger T, exact precision: a portable 64x64 shared-memory tiled kernel, f32 FMA.
 //  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): the activations are split into a high
 //    and a low part in the weight's 16-bit type (x = hi + lo) and two cublasGemmEx calls run on tensor
@@ -252,9 +252,9 @@ void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 // GEMV or a GEMM, by shape. Up to gemv_max_tokens rows always take the GEMV. Narrow matrices
 // (N <= kGemvNarrowColumns output rows) take it up to kGemvMaxTokens rows whatever the limit: on an
 // H200 (BF16 weights, docs/PERFORMANCE_GPU.md round 2) cuBLAS hi + lo costs ~40 us on k/v_proj
-// [1024, 5120] at any T (and as much on GDN a/b [48, 5120]) while the GEMV takes 9.3 / 13.2 / 21.6 us
-// at T = 4 / 8 / 16; wide matrices (q_proj [12288, 5120], down [5120, 17408]) cross over at T = 5-6,
-// which is what gemv_max_tokens = 4 encodes.
+// [1024, 5120] at any T while the GEMV takes 9.3 / 13.2 / 21.6 us at T = 4 / 8 / 16 (GDN a/b
+// [48, 5120] reads 20x fewer bytes); wide matrices (q_proj [12288, 5120], down [5120, 17408]) cross
+// over at T = 5-6, which is what gemv_max_tokens = 4 encodes.
 constexpr int64_t kGemvNarrowColumns = 1024;
 
 bool use_gemv(const Launch& l, const MatmulArgs& a) {
