@@ -134,6 +134,14 @@ void LlmEngine::run_step() {
 
   std::vector<float>& logits = *step_logits;
   const size_t V = size_t(runner_->config().vocab_size);
+
+  // Sequences whose computed count reached their token count sample a token from their last row.
+  struct Sampling {
+    Sequence* seq;
+    std::span<float> row;
+    SampledToken token;
+  };
+  std::vector<Sampling> sampling;
   size_t row = 0;
   for (const auto& w : work) {
     Sequence& s = *w.seq;
@@ -149,27 +157,38 @@ void LlmEngine::run_step() {
       }
     }
     s.computed += w.num_tokens;
-    std::span<float> last(&logits[(row + rows - 1) * V], V);
+    if (s.computed == int(s.tokens.size()))  // else a prompt chunk: nothing to sample yet
+      sampling.push_back({&s, std::span<float>(&logits[(row + rows - 1) * V], V), {}});
     row += rows;
-    if (s.computed < int(s.tokens.size())) continue;  // a prompt chunk: nothing to sample yet
+  }
 
+  // Each sequence samples with its own generator from its own row, so this runs in parallel and
+  // gives the same tokens as a serial loop.
+#pragma omp parallel for schedule(dynamic, 1) if (sampling.size() > 1)
+  for (size_t i = 0; i < sampling.size(); ++i) {
+    Sequence& s = *sampling[i].seq;
+    if (s.params.max_tokens == 0) continue;  // prompt logprobs only
+    std::vector<int32_t> banned;
+    if (s.generated() < s.params.min_tokens && !s.params.ignore_eos) banned = options_.eos_token_ids;
+    if (s.generated() < s.params.min_tokens)
+      banned.insert(banned.end(), s.params.stop_token_ids.begin(), s.params.stop_token_ids.end());
+    sampling[i].token = s.sampler.sample(sampling[i].row, banned);
+  }
+
+  for (Sampling& item : sampling) {
+    Sequence& s = *item.seq;
     GenerationEvent event;
     if (s.wants_prompt_logprobs()) {
       event.prompt_logprobs = std::move(s.prompt_logprobs);
       s.prompt_logprobs_sent = true;
     }
-    if (s.params.max_tokens == 0) {  // prompt logprobs only
+    if (s.params.max_tokens == 0) {
       finish(&s, FinishReason::Length, std::move(event));
       continue;
     }
-    std::vector<int32_t> banned;
-    if (s.generated() < s.params.min_tokens && !s.params.ignore_eos) banned = options_.eos_token_ids;
-    if (s.generated() < s.params.min_tokens)
-      banned.insert(banned.end(), s.params.stop_token_ids.begin(), s.params.stop_token_ids.end());
-    SampledToken token = s.sampler.sample(last, banned);
-    s.sampler.accept(token.id);
-    s.tokens.push_back(token.id);
-    event.tokens.push_back(std::move(token));
+    s.sampler.accept(item.token.id);
+    s.tokens.push_back(item.token.id);
+    event.tokens.push_back(std::move(item.token));
     if (auto reason = stop_reason(s, s.tokens.back())) finish(&s, *reason, std::move(event));
     else s.on_event(std::move(event));
   }
