@@ -77,13 +77,17 @@ void run_bench(const BenchArgs& a) {
       comms = make_in_process_communicators(raw);
     }
   }
+  // --dtype float16: f16 weight matrices (converted while loading, or generated so).
+  const std::optional<DType> weight_dtype = a.dtype == "float16" ? std::optional(DType::F16) : std::nullopt;
   std::vector<BenchRank> ranks(static_cast<size_t>(tp));
   for (int r = 0; r < tp; ++r) {
     const ShardPlan plan = shard_plan(config, r, tp);
     ranks[size_t(r)].backend = raw[size_t(r)];
     ranks[size_t(r)].comm = tp > 1 ? comms[size_t(r)].get() : nullptr;
-    ranks[size_t(r)].weights = a.random_weights.empty() ? load_weights(dir, config, *raw[size_t(r)], plan)
-                                                        : random_weights(config, *raw[size_t(r)], DType::BF16, a.seed, plan);
+    ranks[size_t(r)].weights =
+        a.random_weights.empty()
+            ? load_weights(dir, config, *raw[size_t(r)], plan, {}, weight_dtype)
+            : random_weights(config, *raw[size_t(r)], weight_dtype.value_or(DType::BF16), a.seed, plan);
   }
   BenchOptions o;
   o.prompt_lens = parse_list(a.prompt_lens, "--prompt-len");

@@ -48,6 +48,13 @@ LoadProgress terminal_progress() {
   };
 }
 
+// --dtype float16 stores weight matrices as f16 (the fast path of gfx906's v_dot2_f32_f16); otherwise
+// they stay as the checkpoint has them.
+std::optional<DType> weight_dtype_for(const std::string& dtype) {
+  if (dtype == "float16" || dtype == "half") return DType::F16;
+  return std::nullopt;
+}
+
 DType kv_dtype_for(const std::string& dtype, const Backend& backend) {
   if (backend.kind() == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention reads f32
   if (dtype == "float16" || dtype == "half") return DType::F16;
@@ -189,8 +196,10 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
     const LoadProgress progress = r == 0 ? terminal_progress() : LoadProgress{};
     if (local_ranks > 1) log::info("loading rank {} of {}", r, tp);
     // Weights first: each GPU's cache budget is what its own memory has left afterwards.
-    weights.push_back(o.random_weights ? random_weights(config, *rank.backend, DType::BF16, o.seed, plans.back())
-                                       : load_weights(o.model_dir, config, *rank.backend, plans.back(), progress));
+    const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
+    weights.push_back(o.random_weights ? random_weights(config, *rank.backend, random_dtype, o.seed, plans.back())
+                                       : load_weights(o.model_dir, config, *rank.backend, plans.back(), progress,
+                                                    weight_dtype_for(o.dtype)));
   }
 
   CachePlanRequest plan;

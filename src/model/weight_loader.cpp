@@ -200,13 +200,38 @@ std::vector<int64_t> global_rows(const Expected& e) {
 
 }  // namespace
 
+namespace {
+
+// BF16 matrix bytes -> F16, or F32 when a value does not fit f16 (|x| > 65504); `dtype` says which.
+std::vector<char> convert_bf16_matrix(const std::vector<char>& bf16, const std::string& name, DType& dtype) {
+  const size_t n = bf16.size() / 2;
+  const auto* src = reinterpret_cast<const uint16_t*>(bf16.data());
+  bool fits = true;
+  for (size_t i = 0; i < n && fits; ++i) fits = std::fabs(bf16_to_f32(src[i])) <= 65504.0f;
+  dtype = fits ? DType::F16 : DType::F32;
+  std::vector<char> out(n * dtype_size(dtype));
+  for (size_t i = 0; i < n; ++i) {
+    const float v = bf16_to_f32(src[i]);
+    if (fits) {
+      const uint16_t h = f32_to_f16(v);
+      std::memcpy(&out[i * 2], &h, 2);
+    } else {
+      std::memcpy(&out[i * 4], &v, 4);
+    }
+  }
+  if (!fits) log::warn("{}: values beyond the f16 range; kept in f32", name);
+  return out;
+}
+
+}  // namespace
+
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const LoadProgress& progress) {
   return load_weights(model_dir, config, backend, shard_plan(config, 0, 1), progress);
 }
 
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
-                          const ShardPlan& shard, const LoadProgress& progress) {
+                          const ShardPlan& shard, const LoadProgress& progress, std::optional<DType> matrix_dtype) {
   Checkpoint ckpt = Checkpoint::open(model_dir);
   ModelWeights w;
   std::vector<Expected> expected = expected_tensors(config, w, shard);
@@ -247,21 +272,30 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     const StoredTensor* t = stored[i];
     const std::vector<int64_t> shape = local_shape(e);
     void* data = const_cast<void*>(t->data);
+    DType dtype = *t->dtype;
     const bool one_row_range = e.slice.col_count < 0 && e.slice.rows.size() <= 1;
-    if (in_place && one_row_range) {
+    if (matrix_dtype == DType::F16 && dtype == DType::BF16 && shape.size() >= 2) {
+      std::vector<char> host = e.slice.whole() ? std::vector<char>(static_cast<const char*>(t->data),
+                                                                   static_cast<const char*>(t->data) + t->bytes)
+                                               : gather_slice(e, t->data, dtype);
+      host = convert_bf16_matrix(host, e.name, dtype);
+      data = buffers->allocate(host.size());
+      backend.upload(data, host.data(), host.size());
+      copied = true;
+    } else if (in_place && one_row_range) {
       if (!e.slice.rows.empty()) data = static_cast<char*>(data) + (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
     } else if (e.slice.whole()) {
       data = buffers->allocate(t->bytes);
       backend.upload(data, t->data, t->bytes);
       copied = true;
     } else {
-      std::vector<char> host = gather_slice(e, t->data, *t->dtype);
+      std::vector<char> host = gather_slice(e, t->data, dtype);
       DCU_CHECK(host.size() == slice_bytes[i]);
       data = buffers->allocate(host.size());
       backend.upload(data, host.data(), host.size());
       copied = true;
     }
-    *e.slot = view_of(data, *t->dtype, shape);
+    *e.slot = view_of(data, dtype, shape);
     done += slice_bytes[i];
     if (progress) progress(done, total);
   }

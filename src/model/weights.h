@@ -3,6 +3,7 @@
 // (research/qwen35-spec.md §2); shapes use H hidden, I intermediate, V vocab.
 
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,8 +74,11 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
 // One tensor-parallel rank's share (`shard`): only its slices are read from the mapped files. On the
 // CPU backend a contiguous row slice stays a view of the file; column and multi-segment slices
 // (row-parallel projections, the q|k|v sections of in_proj_qkv and conv1d) are copied.
+// `matrix_dtype` F16 converts BF16 weight matrices to F16 while loading (gfx906 has a fast f16 dot
+// and no bf16 arithmetic); a matrix with a value beyond f16's range becomes F32 instead, with a warning.
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
-                          const ShardPlan& shard, const LoadProgress& progress = {});
+                          const ShardPlan& shard, const LoadProgress& progress = {},
+                          std::optional<DType> matrix_dtype = std::nullopt);
 
 // Random weights with the shapes of `config` (benchmarks and tests that need no files).
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed);

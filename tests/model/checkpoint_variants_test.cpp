@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
+#include "model/sharding.h"
 #include "support/model_fixture.h"
 
 namespace dcu::testing {
@@ -18,7 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kModel = "tests/data/tiny-qwen35";
 
-// Rewrites the tiny checkpoint: BF16 tensors converted to `dtype`, names re-prefixed, extra tensors added.
+// Rewrites the tiny checkpoint: BF16 tensors converted to `dtype` (F32, F16, or kept as BF16), names
+// re-prefixed, extra tensors added.
 fs::path rewrite_checkpoint(const std::string& tag, DType dtype, const std::string& prefix) {
   fs::path dir = fs::temp_directory_path() / ("dcuserve-variant-" + tag + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -37,7 +39,7 @@ fs::path rewrite_checkpoint(const std::string& tag, DType dtype, const std::stri
     std::string out_name = name;
     const std::string lm = "model.language_model.";
     if (name.rfind(lm, 0) == 0) out_name = prefix + name.substr(lm.size());
-    if (t.dtype != DType::BF16) {
+    if (t.dtype != DType::BF16 || dtype == DType::BF16) {
       add(out_name, t.dtype_name, t.shape, std::string(static_cast<const char*>(t.data), t.bytes));
       continue;
     }
@@ -84,6 +86,55 @@ TEST(CheckpointVariants, F16Weights) {
   // bf16 -> f16 is exact in f16's normal range; the few tiny weights below it round.
   fs::path dir = rewrite_checkpoint("f16", DType::F16, "model.language_model.");
   expect_reference_logits(dir, 2e-3f);
+  fs::remove_all(dir);
+}
+
+TEST(CheckpointVariants, Bf16MatricesConvertedToF16WhileLoading) {
+  auto backend = make_cpu_backend();
+  const std::string dir = kModel.string();
+  ModelConfig config = load_model_config(dir);
+  ModelWeights w = load_weights(dir, config, *backend, shard_plan(config, 0, 1), {}, DType::F16);
+  EXPECT_EQ(w.layers[0].mlp.up_proj.dtype, DType::F16);
+  EXPECT_EQ(w.layers[3].attn.q_proj.dtype, DType::F16);
+  EXPECT_EQ(w.layers[0].input_norm.dtype, DType::BF16);  // vectors stay as stored
+  EXPECT_EQ(w.layers[0].gdn.A_log.dtype, DType::F32);
+  // The same logits as the reference, within the rounding of f16 for the smallest weights.
+  CacheShape shape{64, 16, 2, DType::F32};
+  CacheStorage cache(*backend, config, shape);
+  ModelRunner runner(*backend, config, std::move(w), cache, 256);
+  Reference ref(dir + "/reference.safetensors");
+  auto ids = ref.ints("prompt0.input_ids");
+  auto expected = ref.floats("prompt0.logits");
+  std::vector<int32_t> blocks;
+  for (int b = 0; b < 8; ++b) blocks.push_back(b);
+  SequenceStep step{ids, 0, blocks, 0, true};
+  auto logits = runner.step(std::span<const SequenceStep>(&step, 1));
+  EXPECT_LT(max_abs_diff(logits.data(), expected.data(), logits.size()), 2e-3f);
+}
+
+TEST(CheckpointVariants, MatrixBeyondF16RangeStaysF32) {
+  // One weight of the first MLP set to 1e5 (representable in bf16, not in f16).
+  fs::path dir = rewrite_checkpoint("overflow", DType::BF16, "model.language_model.");
+  {
+    std::string bytes;
+    {
+      std::ifstream in(dir / "model.safetensors", std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    uint64_t n;
+    std::memcpy(&n, bytes.data(), 8);
+    auto header = nlohmann::json::parse(bytes.substr(8, n));
+    const uint64_t offset = header["model.language_model.layers.0.mlp.up_proj.weight"]["data_offsets"][0];
+    const uint16_t big = f32_to_bf16(1e5f);
+    std::memcpy(&bytes[8 + n + offset], &big, 2);
+    std::ofstream(dir / "model.safetensors", std::ios::binary) << bytes;
+  }
+  auto backend = make_cpu_backend();
+  ModelConfig config = load_model_config(dir.string());
+  ModelWeights w = load_weights(dir.string(), config, *backend, shard_plan(config, 0, 1), {}, DType::F16);
+  EXPECT_EQ(w.layers[0].mlp.up_proj.dtype, DType::F32);
+  EXPECT_FLOAT_EQ(w.layers[0].mlp.up_proj.as<float>()[0], bf16_to_f32(f32_to_bf16(1e5f)));  // 99840, kept exactly
+  EXPECT_EQ(w.layers[0].mlp.gate_proj.dtype, DType::F16);
   fs::remove_all(dir);
 }
 
