@@ -17,12 +17,18 @@ void norm_head(float* x, const float* scale, int d, float eps) {
   for (int i = 0; i < d; ++i) x[i] = x[i] * inv * scale[i];
 }
 
-// NeoX rotation of the first rotary_dim dims: pairs (i, i + half), angle pos * theta^(-2i/rotary_dim).
-void rope_head(float* x, int pos, const RopeParams& rope) {
-  const int half = rope.rotary_dim / 2;
+// theta^(-2i/rotary_dim) for i < rotary_dim / 2, in f32 as transformers computes it.
+std::vector<float> inverse_frequencies(const RopeParams& rope) {
+  std::vector<float> inv(size_t(rope.rotary_dim / 2));
+  for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0f / std::pow(rope.theta, float(2 * i) / float(rope.rotary_dim));
+  return inv;
+}
+
+// NeoX rotation of the first rotary_dim dims: pairs (i, i + half), angle pos * inv_freq[i].
+void rope_head(float* x, int pos, const std::vector<float>& inv_freq) {
+  const int half = int(inv_freq.size());
   for (int i = 0; i < half; ++i) {
-    float inv_freq = 1.0f / std::pow(rope.theta, float(2 * i) / float(rope.rotary_dim));
-    float angle = float(pos) * inv_freq;
+    float angle = float(pos) * inv_freq[size_t(i)];
     float c = std::cos(angle), s = std::sin(angle);
     float a = x[i], b = x[i + half];
     x[i] = a * c - b * s;
@@ -44,6 +50,7 @@ void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tens
   std::vector<float> qs = to_f32(q_norm), ks = to_f32(k_norm);
   for (float& s : qs) s += 1.0f;
   for (float& s : ks) s += 1.0f;
+  const std::vector<float> inv_freq = inverse_frequencies(rope);
   const float* src = qg.as<float>();
 #pragma omp parallel for schedule(static) if (T * (nh + nkv) * d >= kParallelWork)
   for (int64_t t = 0; t < T; ++t) {
@@ -54,12 +61,12 @@ void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tens
       std::memcpy(qh, head, size_t(d) * sizeof(float));
       std::memcpy(gate.as<float>() + (t * nh + h) * d, head + d, size_t(d) * sizeof(float));
       norm_head(qh, qs.data(), d, eps);
-      rope_head(qh, pos, rope);
+      rope_head(qh, pos, inv_freq);
     }
     for (int h = 0; h < nkv; ++h) {
       float* kh = k.as<float>() + (t * nkv + h) * d;
       norm_head(kh, ks.data(), d, eps);
-      rope_head(kh, pos, rope);
+      rope_head(kh, pos, inv_freq);
     }
   }
 }
