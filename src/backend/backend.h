@@ -60,6 +60,9 @@ class Backend {
   // backend -> backend. The generic version stages through host memory; backends override it.
   virtual void copy(void* dst, const void* src, size_t bytes);
   virtual void synchronize() = 0;
+  // The device queue the ops are enqueued on (cudaStream_t / hipStream_t), so that a communicator
+  // can order its collectives after them without a host wait. nullptr: no such queue (CPU).
+  virtual void* native_stream() { return nullptr; }
 
   // --- ops --------------------------------------------------------------------------------------
   // out[t, :] = f32(table[ids[t], :]).   table [V, H], ids [T] i32 (backend memory), out [T, H]

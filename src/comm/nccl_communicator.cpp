@@ -44,20 +44,22 @@ namespace {
     if (r_ != gpuSuccess) ::dcu::fail("{} failed: {}", #call, gpuGetErrorString(r_));          \
   } while (0)
 
-// Collectives run on the communicator's own stream. The backend's stream is not visible from here,
-// so each collective first drains the backend's queue and then waits for its own result: correct,
-// at the cost of a host round trip per collective.
+// Collectives are enqueued on the backend's own stream when it exposes one (Backend::native_stream):
+// they are then ordered after the ops that produced their input and before those that read their
+// output, with no host wait. Fallback for a backend without a stream: the communicator's own stream,
+// draining the backend's queue first and waiting for the result (two host round trips).
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int rank, int size, int device, Backend& backend)
       : comm_(comm), rank_(rank), size_(size), device_(device), backend_(backend) {
     GPU_OK(gpuSetDevice(device_));
-    GPU_OK(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking));
+    backend_stream_ = static_cast<gpuStream_t>(backend_.native_stream());
+    if (!backend_stream_) GPU_OK(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking));
   }
   ~NcclCommunicator() override {
     gpuSetDevice(device_);
     if (!aborted_) ncclCommDestroy(comm_);
-    gpuStreamDestroy(stream_);
+    if (stream_) gpuStreamDestroy(stream_);
   }
 
   int rank() const override { return rank_; }
@@ -72,19 +74,17 @@ class NcclCommunicator final : public Communicator {
 
   void all_reduce_sum(Tensor x) override {
     DCU_CHECK(x.dtype == DType::F32);
-    backend_.synchronize();
-    GPU_OK(gpuSetDevice(device_));
-    NCCL_OK(ncclAllReduce(x.data, x.data, size_t(x.numel()), ncclFloat, ncclSum, comm_, stream_));
-    GPU_OK(gpuStreamSynchronize(stream_));
+    gpuStream_t s = begin();
+    NCCL_OK(ncclAllReduce(x.data, x.data, size_t(x.numel()), ncclFloat, ncclSum, comm_, s));
+    end();
   }
 
   void all_gather(const Tensor& local, Tensor out) override {
     DCU_CHECK(local.dtype == DType::F32 && out.dtype == DType::F32);
     DCU_CHECK(out.numel() >= local.numel() * size_);
-    backend_.synchronize();
-    GPU_OK(gpuSetDevice(device_));
-    NCCL_OK(ncclAllGather(local.data, out.data, size_t(local.numel()), ncclFloat, comm_, stream_));
-    GPU_OK(gpuStreamSynchronize(stream_));
+    gpuStream_t s = begin();
+    NCCL_OK(ncclAllGather(local.data, out.data, size_t(local.numel()), ncclFloat, comm_, s));
+    end();
   }
 
   void abort() override {
@@ -94,10 +94,21 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // The stream a collective is enqueued on, after whatever the fallback path must wait for.
+  gpuStream_t begin() {
+    if (!backend_stream_) backend_.synchronize();
+    GPU_OK(gpuSetDevice(device_));
+    return backend_stream_ ? backend_stream_ : stream_;
+  }
+  void end() {
+    if (!backend_stream_) GPU_OK(gpuStreamSynchronize(stream_));
+  }
+
   ncclComm_t comm_;
   int rank_, size_, device_;
   Backend& backend_;
-  gpuStream_t stream_ = nullptr;
+  gpuStream_t backend_stream_ = nullptr;  // the backend's, not owned
+  gpuStream_t stream_ = nullptr;          // own, only when the backend has none
   bool aborted_ = false;
 };
 

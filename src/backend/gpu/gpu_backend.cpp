@@ -106,6 +106,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     if (bytes) GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, stream_));
   }
   void synchronize() override { GPU_CHECK(gpuStreamSynchronize(stream_)); }
+  void* native_stream() override { return stream_; }
 
   // --- ops ---
   void embed(const Tensor& table, const Tensor& ids, Tensor out) override {
