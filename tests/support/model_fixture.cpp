@@ -84,6 +84,22 @@ std::vector<float> LoadedModel::step(std::vector<std::pair<Sequence*, int>> work
   return logits;
 }
 
+std::vector<int32_t> LoadedModel::greedy(const std::vector<int32_t>& prompt, size_t count) {
+  const int64_t V = config.vocab_size;
+  auto seq = start_sequence(prompt);
+  std::vector<float> logits = step({{&seq, int(prompt.size())}}, false);
+  std::vector<int32_t> generated;
+  while (generated.size() < count) {
+    const int next = argmax(logits.data(), V);
+    generated.push_back(next);
+    if (generated.size() == count) break;
+    seq.tokens.push_back(next);
+    logits = step({{&seq, 1}}, false);
+  }
+  finish_sequence(seq);
+  return generated;
+}
+
 float max_abs_diff(const float* a, const float* b, size_t n) {
   float m = 0;
   for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));

@@ -56,6 +56,8 @@ class LoadedModel {
   // One runner step: for each (sequence, count) pair, its next `count` tokens; returns logits rows
   // (all rows of each chunk when all_logits).
   std::vector<float> step(std::vector<std::pair<Sequence*, int>> work, bool all_logits);
+  // Greedy continuation of `prompt`: the prompt in one step, then one token per step.
+  std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, size_t count);
 
   ModelConfig config;
   std::unique_ptr<Backend> backend;
