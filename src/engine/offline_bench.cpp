@@ -40,6 +40,9 @@ double measure_copy_bandwidth(Backend& backend) {
 double tensor_bytes(const Tensor& t) { return t.empty() ? 0.0 : double(t.bytes()); }
 
 // Counts rank 0's collectives and the time they take once its own queued work is done.
+// Rank 0's communicator, timing each collective on request: the backend is synchronised before and
+// after, so the time is the collective's own (including waiting for the other ranks). Timing perturbs
+// the step, so speed is measured with it off and collectives in a separate pass.
 class TimedCommunicator final : public Communicator {
  public:
   TimedCommunicator(Communicator& inner, Backend& backend) : inner_(inner), backend_(backend) {}
@@ -50,14 +53,17 @@ class TimedCommunicator final : public Communicator {
   void all_gather(const Tensor& local, Tensor out) override { timed([&] { inner_.all_gather(local, out); }); }
   void abort() override { inner_.abort(); }
 
+  bool timing = false;
   int calls = 0;
   double seconds = 0;
 
  private:
   template <typename F> void timed(F&& f) {
+    if (!timing) return f();
     backend_.synchronize();
     auto start = Clock::now();
     f();
+    backend_.synchronize();
     seconds += seconds_since(start);
     ++calls;
   }
@@ -156,26 +162,30 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
   for (int context : o.contexts)
     for (int batch : o.batches) {
       std::vector<int32_t> token(size_t(batch), 1);
-      double best = 1e30;
-      if (timed) timed->calls = 0, timed->seconds = 0;
-      for (int r = 0; r < o.repeats; ++r) {
-        auto start = Clock::now();
+      auto decode_steps = [&] {
         for (int step = 0; step < o.decode_steps; ++step) {
           std::vector<SequenceStep> steps;
           for (int s = 0; s < batch; ++s)
             steps.push_back({std::span<const int32_t>(&token[size_t(s)], 1), context + step, tables[size_t(s)], s, false});
           run_step(steps);
         }
+      };
+      double best = 1e30;
+      for (int r = 0; r < o.repeats; ++r) {
+        auto start = Clock::now();
+        decode_steps();
         best = std::min(best, seconds_since(start));
       }
       const double tokens_per_s = double(batch) * o.decode_steps / best;
       // State is read and written each step; KV of the whole context is read.
       const double bytes = weight_bytes + batch * (2.0 * state_bytes + (context + 1) * kv_token_bytes);
       DecodeResult d{batch, context, tokens_per_s, bytes, batch / (bytes / report.copy_bandwidth)};
-      if (timed) {
-        const int steps = o.repeats * o.decode_steps;
-        d.collectives_per_step = timed->calls / steps;
-        d.collective_s_per_step = timed->seconds / steps;
+      if (timed) {  // one more pass, with the collectives timed
+        timed->calls = 0, timed->seconds = 0, timed->timing = true;
+        decode_steps();
+        timed->timing = false;
+        d.collectives_per_step = timed->calls / o.decode_steps;
+        d.collective_s_per_step = timed->seconds / o.decode_steps;
       }
       report.decode.push_back(d);
       log::info("decode batch {} context {}: {:.1f} tok/s", batch, context, tokens_per_s);
