@@ -7,37 +7,26 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cache/block_allocator.h"
 #include "cache/cache_storage.h"
 #include "comm/communicator.h"
 #include "comm/rank_threads.h"
 #include "model/config.h"
 #include "model/model_runner.h"
+#include "support/model_fixture.h"
 
 namespace dcu::testing {
 
-class TpModel {
+class TpModel final : public SteppedModel {
  public:
   // Weights from `model_dir`'s checkpoint, or random with `seed` when random_seed >= 0 (the config
   // still comes from model_dir/config.json).
   TpModel(const std::string& model_dir, int ranks, int64_t random_seed = -1);
-  ~TpModel();
-
-  struct Sequence {
-    std::vector<int32_t> tokens;
-    std::vector<int32_t> blocks;
-    int slot = 0;
-    int computed = 0;
-  };
-  Sequence start_sequence(std::vector<int32_t> tokens);
-  // One step of every rank: the next `count` tokens of each sequence; rank 0's logits.
-  std::vector<float> step(std::vector<std::pair<Sequence*, int>> work, bool all_logits);
-  // Greedy continuation of `prompt` (prefill in one step, then one token per step).
-  std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, int count);
-
-  ModelConfig config;
+  ~TpModel() override;
 
  private:
+  // One step of every rank; rank 0's logits.
+  std::vector<float> run(std::span<const SequenceStep> steps) override;
+
   struct Rank {
     std::unique_ptr<Backend> backend;
     std::unique_ptr<CacheStorage> cache;
@@ -46,8 +35,6 @@ class TpModel {
   std::vector<std::unique_ptr<Communicator>> comms_;
   std::vector<Rank> ranks_;
   std::unique_ptr<RankThreads> threads_;
-  IdPool blocks_{256};
-  IdPool slots_{8};
 };
 
 }  // namespace dcu::testing

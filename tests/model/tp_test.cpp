@@ -95,7 +95,7 @@ TEST(TensorParallelGolden, TwoRanksReproduceReferenceGreedy) {
       for (const auto& c : j[group]) {
         auto ids = c["ids"].get<std::vector<int32_t>>();
         auto expected = c["greedy_ids"].get<std::vector<int32_t>>();
-        EXPECT_EQ(model.greedy(ids, int(expected.size())), expected) << c["key"];
+        EXPECT_EQ(model.greedy(ids, expected.size()), expected) << c["key"];
         ++checked;
       }
   EXPECT_GT(checked, 0);

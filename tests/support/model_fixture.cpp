@@ -40,51 +40,36 @@ std::vector<ReferenceCase> reference_cases(const std::string& model_dir, size_t 
   return out;
 }
 
-LoadedModel::LoadedModel(const std::string& model_dir, int max_tokens_per_step, int num_blocks, int num_slots,
-                         std::unique_ptr<Backend> be)
-    : config(load_model_config(model_dir)), backend(std::move(be)), blocks(num_blocks), slots(num_slots) {
-  CacheShape shape;
-  shape.num_blocks = num_blocks;
-  shape.block_size = 16;
-  shape.num_state_slots = num_slots;
-  cache = std::make_unique<CacheStorage>(*backend, config, shape);
-  runner = std::make_unique<ModelRunner>(*backend, config, load_weights(model_dir, config, *backend), *cache,
-                                         max_tokens_per_step);
-}
+SteppedModel::SteppedModel(ModelConfig model_config, int num_blocks, int num_slots)
+    : config(std::move(model_config)), blocks_(num_blocks), slots_(num_slots) {}
 
-LoadedModel::Sequence LoadedModel::start_sequence(std::vector<int32_t> tokens) {
+SteppedModel::Sequence SteppedModel::start_sequence(std::vector<int32_t> tokens) {
   Sequence s;
   s.tokens = std::move(tokens);
-  s.slot = *slots.take_one();
+  s.slot = *slots_.take_one();
   return s;
 }
 
-void LoadedModel::finish_sequence(Sequence& s) {
-  blocks.give_back(s.blocks);
-  slots.give_back(s.slot);
+void SteppedModel::finish_sequence(Sequence& s) {
+  blocks_.give_back(s.blocks);
+  slots_.give_back(s.slot);
   s.blocks.clear();
 }
 
-std::vector<float> LoadedModel::step(std::vector<std::pair<Sequence*, int>> work, bool all_logits) {
-  const int bs = cache->shape().block_size;
+std::vector<float> SteppedModel::step(std::vector<std::pair<Sequence*, int>> work, bool all_logits) {
   std::vector<SequenceStep> steps;
   for (auto& [seq, count] : work) {
-    const int needed = (seq->computed + count + bs - 1) / bs;
-    while (int(seq->blocks.size()) < needed) seq->blocks.push_back(*blocks.take_one());
-    SequenceStep st;
-    st.tokens = std::span<const int32_t>(seq->tokens).subspan(size_t(seq->computed), size_t(count));
-    st.context_before = seq->computed;
-    st.block_table = seq->blocks;
-    st.state_slot = seq->slot;
-    st.all_logits = all_logits;
-    steps.push_back(st);
+    const int needed = (seq->computed + count + kBlockSize - 1) / kBlockSize;
+    while (int(seq->blocks.size()) < needed) seq->blocks.push_back(*blocks_.take_one());
+    steps.push_back({std::span<const int32_t>(seq->tokens).subspan(size_t(seq->computed), size_t(count)),
+                     seq->computed, seq->blocks, seq->slot, all_logits});
   }
-  std::vector<float> logits = runner->step(steps);
+  std::vector<float> logits = run(steps);
   for (auto& [seq, count] : work) seq->computed += count;
   return logits;
 }
 
-std::vector<int32_t> LoadedModel::greedy(const std::vector<int32_t>& prompt, size_t count) {
+std::vector<int32_t> SteppedModel::greedy(const std::vector<int32_t>& prompt, size_t count) {
   const int64_t V = config.vocab_size;
   auto seq = start_sequence(prompt);
   std::vector<float> logits = step({{&seq, int(prompt.size())}}, false);
@@ -98,6 +83,18 @@ std::vector<int32_t> LoadedModel::greedy(const std::vector<int32_t>& prompt, siz
   }
   finish_sequence(seq);
   return generated;
+}
+
+LoadedModel::LoadedModel(const std::string& model_dir, int max_tokens_per_step, int num_blocks, int num_slots,
+                         std::unique_ptr<Backend> be)
+    : SteppedModel(load_model_config(model_dir), num_blocks, num_slots), backend(std::move(be)) {
+  CacheShape shape;
+  shape.num_blocks = num_blocks;
+  shape.block_size = kBlockSize;
+  shape.num_state_slots = num_slots;
+  cache = std::make_unique<CacheStorage>(*backend, config, shape);
+  runner = std::make_unique<ModelRunner>(*backend, config, load_weights(model_dir, config, *backend), *cache,
+                                         max_tokens_per_step);
 }
 
 float max_abs_diff(const float* a, const float* b, size_t n) {

@@ -39,10 +39,10 @@ struct ReferenceCase {
 // Prompts, then chats, of <model_dir>/reference.json; those of max_ids or more ids are left out.
 std::vector<ReferenceCase> reference_cases(const std::string& model_dir, size_t max_ids = SIZE_MAX);
 
-class LoadedModel {
+// Sequence bookkeeping over some model: KV pages and state slots from pools, chunks fed in steps.
+class SteppedModel {
  public:
-  explicit LoadedModel(const std::string& model_dir, int max_tokens_per_step = 1024, int num_blocks = 512,
-                       int slots = 8, std::unique_ptr<Backend> backend = make_cpu_backend());
+  virtual ~SteppedModel() = default;
 
   // A sequence being fed: its cache handles and how much of it has been computed.
   struct Sequence {
@@ -53,18 +53,37 @@ class LoadedModel {
   };
   Sequence start_sequence(std::vector<int32_t> tokens);
   void finish_sequence(Sequence& s);
-  // One runner step: for each (sequence, count) pair, its next `count` tokens; returns logits rows
-  // (all rows of each chunk when all_logits).
+  // One step: for each (sequence, count) pair, its next `count` tokens; returns logits rows (all rows
+  // of each chunk when all_logits).
   std::vector<float> step(std::vector<std::pair<Sequence*, int>> work, bool all_logits);
   // Greedy continuation of `prompt`: the prompt in one step, then one token per step.
   std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, size_t count);
 
   ModelConfig config;
+
+ protected:
+  SteppedModel(ModelConfig config, int num_blocks, int num_slots);
+  static constexpr int kBlockSize = 16;
+  // The model step itself (one runner, or every rank of a tensor-parallel group).
+  virtual std::vector<float> run(std::span<const SequenceStep> steps) = 0;
+
+ private:
+  IdPool blocks_;
+  IdPool slots_;
+};
+
+// A model on one backend (the CPU by default) with its own caches.
+class LoadedModel final : public SteppedModel {
+ public:
+  explicit LoadedModel(const std::string& model_dir, int max_tokens_per_step = 1024, int num_blocks = 512,
+                       int slots = 8, std::unique_ptr<Backend> backend = make_cpu_backend());
+
   std::unique_ptr<Backend> backend;
   std::unique_ptr<CacheStorage> cache;
   std::unique_ptr<ModelRunner> runner;
-  IdPool blocks;
-  IdPool slots;
+
+ private:
+  std::vector<float> run(std::span<const SequenceStep> steps) override { return runner->step(steps); }
 };
 
 float max_abs_diff(const float* a, const float* b, size_t n);
