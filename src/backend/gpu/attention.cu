@@ -194,18 +194,22 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
     float o[kPrefillMaxRows];
 #pragma unroll
     for (int n = 0; n < kPrefillMaxRows; ++n) o[n] = 0.0f;
-
-    for (int p0 = 0; p0 <= pmax; p0 += kKvTile) {
-      const int np = min(kKvTile, pmax + 1 - p0);
+    // Positions p0 .. p0 + np - 1 of `cache` (K or V) for this kv head into kv, zeros past np.
+    auto load_tile = [&](const E* cache, int p0, int np) {
       for (int e = threadIdx.x; e < kKvTile * d; e += blockDim.x) {
         const int j = e / d, i = e % d, p = p0 + j;
         float v = 0.0f;
         if (j < np) {
           const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
-          v = to_f32(kc[slot * kv_row + int64_t(kvh) * d + i]);
+          v = to_f32(cache[slot * kv_row + int64_t(kvh) * d + i]);
         }
         kv[j * dp + i] = v;
       }
+    };
+
+    for (int p0 = 0; p0 <= pmax; p0 += kKvTile) {
+      const int np = min(kKvTile, pmax + 1 - p0);
+      load_tile(kc, p0, np);
       __syncthreads();
       for (int e = threadIdx.x; e < R * kKvTile; e += blockDim.x) {
         const int qr = e / kKvTile, j = e % kKvTile, row = r0 + qr / G;
@@ -229,15 +233,7 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
         }
         ms[qr] = m, ls[qr] = ls[qr] * corr + l, cs[qr] = corr;
       }
-      for (int e = threadIdx.x; e < kKvTile * d; e += blockDim.x) {  // kv's K readers finished above
-        const int j = e / d, i = e % d, p = p0 + j;
-        float v = 0.0f;
-        if (j < np) {
-          const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
-          v = to_f32(vc[slot * kv_row + int64_t(kvh) * d + i]);
-        }
-        kv[j * dp + i] = v;
-      }
+      load_tile(vc, p0, np);  // kv's K readers finished above
       __syncthreads();
       if (owner) {  // p is 0 and kv is 0 past np: all kKvTile positions can be summed
 #pragma unroll
