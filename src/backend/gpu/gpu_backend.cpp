@@ -53,14 +53,16 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     name_ = fmt::format("{}:{} ({})", kind() == DeviceKind::Cuda ? "cuda" : "hip", device_, p.name);
   }
 
+  // A destructor cannot throw, and a failing device at shutdown leaves nothing to recover: the results
+  // of these calls are deliberately ignored.
   ~GpuBackend() override {
-    gpuSetDevice(device_);
-    gpuStreamSynchronize(stream_);
+    (void)gpuSetDevice(device_);
+    (void)gpuStreamSynchronize(stream_);
 #if defined(DCUSERVE_CUDA)
-    if (blas_) cublasDestroy(static_cast<cublasHandle_t>(blas_));
+    if (blas_) (void)cublasDestroy(static_cast<cublasHandle_t>(blas_));
 #endif
-    if (scratch_) gpuFree(scratch_);
-    gpuStreamDestroy(stream_);
+    if (scratch_) (void)gpuFree(scratch_);
+    (void)gpuStreamDestroy(stream_);
   }
 
   DeviceKind kind() const override {
