@@ -70,6 +70,9 @@ class Backend {
   // Row-wise RMSNorm over the last dim n: y = x * rsqrt(mean(x^2) + eps) * (unit_offset ? 1 + w : w).
   // x, out [R, n] (may alias); w [n]
   virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
+  // x += y, then out = rms_norm(x) as above: the residual add fused with the next norm.
+  // x, y, out [R, n] (out must not alias x or y); w [n]
+  virtual void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
   // y = x . w^T.   x [T, K] f32, w [N, K], y [T, N] f32
   virtual void matmul(const Tensor& x, const Tensor& w, Tensor y) = 0;
   // x += y, elementwise.   x, y [n] f32
@@ -108,7 +111,24 @@ class Backend {
                               GdnState& state, const BatchLayout& batch, Tensor out) = 0;
   // Per row of dv: y = w * x * rsqrt(mean(x^2) + eps) * silu(z).   x, z, out [R, dv]; w [dv]
   virtual void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) = 0;
+
+  // --- logits (sampling reads a summary of each row, not the row) ----------------------------------
+  // Penalties and bans, per entry e naming a distinct (row, id): x = logits[row, id];
+  // x = (x > 0 ? x / scale : x * scale) - bias.   logits [R, V]; targets [E, 2] i32 (row, id);
+  // factors [E, 2] f32 (scale, bias); a bias of +inf bans the id.
+  virtual void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) = 0;
+  // For each listed row rows[i] of logits [R, V]: its k largest values and their ids, largest first and
+  // equal values by lower id (core/top_k.h), and stats[i] = {log sum_j exp(x_j), sum_j exp((x_j - max)
+  // * inv_temperature[i])}.   rows, inv_temperature [n]; top_values [n, k] f32, top_ids [n, k] i32,
+  // stats [n, 2] f32; 1 <= k <= min(V, kMaxLogitCandidates).
+  virtual void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature,
+                             Tensor top_values, Tensor top_ids, Tensor stats) = 0;
+  // out[:, column + j] = x[:, j]: x [R, w] becomes columns column..column+w-1 of out [R, W].
+  virtual void copy_columns(const Tensor& x, Tensor out, int64_t column) = 0;
 };
+
+// The most candidates logit_summary returns per row (bounded by the GPU kernel's on-chip sort).
+constexpr int kMaxLogitCandidates = 1024;
 
 // The CPU backend (always available; the reference for every other backend).
 std::unique_ptr<Backend> make_cpu_backend();

@@ -8,7 +8,8 @@
 namespace dcu {
 
 LlmEngine::LlmEngine(ModelInstance model, LlmEngineOptions options)
-    : model_(std::move(model)), runner_(model_.ranks.at(0).runner.get()), options_(std::move(options)),
+    : model_(std::move(model)), runner_(model_.ranks.at(0).runner.get()), batch_sampler_(runner_->backend()),
+      options_(std::move(options)),
       blocks_(model_.ranks[0].cache->shape().num_blocks), slots_(model_.ranks[0].cache->shape().num_state_slots),
       scheduler_(options_.limits, blocks_, slots_) {
   thread_ = std::thread([this] { loop(); });
@@ -123,74 +124,72 @@ void LlmEngine::run_step() {
     steps.push_back(SequenceStep{std::span<const int32_t>(s.tokens).subspan(size_t(s.computed), size_t(w.num_tokens)),
                                  s.computed, s.blocks, s.state_slot, w.all_logits});
   }
-  std::vector<float>* step_logits = nullptr;
+  // Sequences whose computed count reaches their token count sample a token from their last row.
+  std::vector<Sequence*> finishing;
+  std::vector<SampledToken> tokens;
   try {
-    step_logits = &step_model(steps);
+    const Tensor logits = step_model(steps);
+    std::vector<SamplingJob> jobs;
+    std::vector<std::vector<int32_t>> banned(work.size());
+    int row = 0;
+    for (size_t i = 0; i < work.size(); ++i) {
+      Sequence& s = *work[i].seq;
+      const int rows = work[i].all_logits ? work[i].num_tokens : 1;
+      if (work[i].all_logits) collect_prompt_logprobs(s, logits, row, rows);
+      s.computed += work[i].num_tokens;
+      if (s.computed == int(s.tokens.size())) {  // else a prompt chunk: nothing to sample yet
+        finishing.push_back(&s);
+        if (s.params.max_tokens > 0) jobs.push_back({&s.sampler, row + rows - 1, banned_tokens(s, banned[i])});
+      }
+      row += rows;
+    }
+    tokens = batch_sampler_.sample(logits, jobs);
   } catch (const Error& e) {
     log::error("model step failed: {}", e.what());
     for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, e.what());
     return;
   }
 
-  std::vector<float>& logits = *step_logits;
-  const size_t V = size_t(runner_->config().vocab_size);
-
-  // Sequences whose computed count reached their token count sample a token from their last row.
-  struct Sampling {
-    Sequence* seq;
-    std::span<float> row;
-    SampledToken token;
-  };
-  std::vector<Sampling> sampling;
-  size_t row = 0;
-  for (const auto& w : work) {
-    Sequence& s = *w.seq;
-    const size_t rows = w.all_logits ? size_t(w.num_tokens) : 1;
-    if (w.all_logits) {
-      // Row r predicts the token after position computed + r.
-      s.prompt_logprobs.resize(size_t(s.prompt_len));
-      for (size_t r = 0; r < rows; ++r) {
-        const size_t next = size_t(s.computed) + r + 1;
-        if (next < size_t(s.prompt_len))
-          s.prompt_logprobs[next] = Sampler::logprobs_of(std::span<const float>(&logits[(row + r) * V], V),
-                                                         s.tokens[next], s.params.prompt_logprobs);
-      }
-    }
-    s.computed += w.num_tokens;
-    if (s.computed == int(s.tokens.size()))  // else a prompt chunk: nothing to sample yet
-      sampling.push_back({&s, std::span<float>(&logits[(row + rows - 1) * V], V), {}});
-    row += rows;
-  }
-
-  // Each sequence samples with its own generator from its own row, so this runs in parallel and
-  // gives the same tokens as a serial loop.
-#pragma omp parallel for schedule(dynamic, 1) if (sampling.size() > 1)
-  for (size_t i = 0; i < sampling.size(); ++i) {
-    Sequence& s = *sampling[i].seq;
-    if (s.params.max_tokens == 0) continue;  // prompt logprobs only
-    std::vector<int32_t> banned;
-    if (s.generated() < s.params.min_tokens && !s.params.ignore_eos) banned = options_.eos_token_ids;
-    if (s.generated() < s.params.min_tokens)
-      banned.insert(banned.end(), s.params.stop_token_ids.begin(), s.params.stop_token_ids.end());
-    sampling[i].token = s.sampler.sample(sampling[i].row, banned);
-  }
-
-  for (Sampling& item : sampling) {
-    Sequence& s = *item.seq;
+  size_t next_token = 0;
+  for (Sequence* seq : finishing) {
+    Sequence& s = *seq;
     GenerationEvent event;
     if (s.wants_prompt_logprobs()) {
       event.prompt_logprobs = std::move(s.prompt_logprobs);
       s.prompt_logprobs_sent = true;
     }
-    if (s.params.max_tokens == 0) {
+    if (s.params.max_tokens == 0) {  // prompt logprobs only
       finish(&s, FinishReason::Length, std::move(event));
       continue;
     }
-    s.sampler.accept(item.token.id);
-    s.tokens.push_back(item.token.id);
-    event.tokens.push_back(std::move(item.token));
+    SampledToken& token = tokens[next_token++];
+    s.sampler.accept(token.id);
+    s.tokens.push_back(token.id);
+    event.tokens.push_back(std::move(token));
     if (auto reason = stop_reason(s, s.tokens.back())) finish(&s, *reason, std::move(event));
     else s.on_event(std::move(event));
+  }
+}
+
+// Eos (unless ignored) and stop ids may not be sampled before min_tokens.
+std::span<const int32_t> LlmEngine::banned_tokens(const Sequence& s, std::vector<int32_t>& storage) const {
+  if (s.generated() >= s.params.min_tokens) return {};
+  if (!s.params.ignore_eos) storage = options_.eos_token_ids;
+  storage.insert(storage.end(), s.params.stop_token_ids.begin(), s.params.stop_token_ids.end());
+  return storage;
+}
+
+// Row r of a prompt chunk's logits predicts the token after position computed + r.
+void LlmEngine::collect_prompt_logprobs(Sequence& s, const Tensor& logits, int first_row, int rows) {
+  const int64_t V = logits.cols();
+  prompt_rows_.resize(size_t(rows * V));
+  runner_->backend().download(prompt_rows_.data(), logits.as<float>() + first_row * V, prompt_rows_.size() * 4);
+  s.prompt_logprobs.resize(size_t(s.prompt_len));
+  for (int r = 0; r < rows; ++r) {
+    const size_t next = size_t(s.computed) + size_t(r) + 1;
+    if (next < size_t(s.prompt_len))
+      s.prompt_logprobs[next] = Sampler::logprobs_of(std::span<const float>(&prompt_rows_[size_t(r * V)], size_t(V)),
+                                                     s.tokens[next], s.params.prompt_logprobs);
   }
 }
 
@@ -200,18 +199,18 @@ void LlmEngine::publish_counts() {
   preemptions_ = scheduler_.preemptions();
 }
 
-std::vector<float>& LlmEngine::step_model(std::span<const SequenceStep> steps) {
+Tensor LlmEngine::step_model(std::span<const SequenceStep> steps) {
   if (model_.ranks.size() == 1) return runner_->step(steps);
-  std::vector<float>* logits = nullptr;
+  Tensor logits;
   model_.threads->run(
       [&](int rank) {
-        std::vector<float>& out = model_.ranks[size_t(rank)].runner->step(steps);
-        if (rank == 0) logits = &out;
+        const Tensor out = model_.ranks[size_t(rank)].runner->step(steps);
+        if (rank == 0) logits = out;
       },
       [&] {  // a rank failed: the others must not wait for it in a collective
         for (auto& r : model_.ranks) r.comm->abort();
       });
-  return *logits;
+  return logits;
 }
 
 void LlmEngine::finish(Sequence* seq, FinishReason reason, GenerationEvent event, std::string error) {

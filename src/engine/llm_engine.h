@@ -16,6 +16,7 @@
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "model/model_runner.h"
+#include "sampling/batch_sampler.h"
 
 namespace dcu {
 
@@ -57,8 +58,10 @@ class LlmEngine final : public Engine {
   void loop();
   void drain_inbox();
   void run_step();
-  // One model step on every rank; rank 0's logits.
-  std::vector<float>& step_model(std::span<const SequenceStep> steps);  // rank 0's buffer, no copy
+  // One model step on every rank; rank 0's logits [R, V] in its backend's memory.
+  Tensor step_model(std::span<const SequenceStep> steps);
+  std::span<const int32_t> banned_tokens(const Sequence& s, std::vector<int32_t>& storage) const;
+  void collect_prompt_logprobs(Sequence& s, const Tensor& logits, int first_row, int rows);
   // Ends a sequence: last event, caches returned, memory freed.
   void finish(Sequence* seq, FinishReason reason, GenerationEvent event = {}, std::string error = {});
   void publish_counts();  // the gauges stats() reads
@@ -66,6 +69,8 @@ class LlmEngine final : public Engine {
 
   ModelInstance model_;
   ModelRunner* runner_;
+  BatchSampler batch_sampler_;  // on rank 0's backend
+  std::vector<float> prompt_rows_;  // host copy of a prompt chunk's logits (prompt logprobs)
   LlmEngineOptions options_;
   IdPool blocks_;
   IdPool slots_;

@@ -125,12 +125,17 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
   }
   std::unique_ptr<RankThreads> threads;
   if (P > 1) threads = std::make_unique<RankThreads>(P);
+  // A step is done when its logits are: wait for the device, as sampling the logits would.
+  auto step_rank = [&](int r, std::span<const SequenceStep> steps) {
+    runners[size_t(r)]->step(steps);
+    ranks[size_t(r)].backend->synchronize();
+  };
   auto run_step = [&](std::span<const SequenceStep> steps) {
     if (P == 1) {
-      runners[0]->step(steps);
+      step_rank(0, steps);
       return;
     }
-    threads->run([&](int r) { runners[size_t(r)]->step(steps); },
+    threads->run([&](int r) { step_rank(r, steps); },
                  [&] {
                    for (auto& rank : ranks) rank.comm->abort();
                  });

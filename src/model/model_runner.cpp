@@ -35,16 +35,18 @@ struct ModelRunner::Activations {
   Tensor embed_rows;   // [T + 1, H] this rank's embedding rows; the last row stays zero
   Tensor embed_map;    // [T] i32 row of embed_rows for each token (T: not in this rank's vocabulary)
   Tensor gathered;     // [ranks * logit_rows_max * V] every rank's logits
+  Tensor full_logits;  // [logit_rows_max, vocab_size] rank 0's gathered slices side by side
 
   explicit Activations(Backend& be) : backend(be) {}  // sizes only, no memory
-  Activations(Backend& be, const ModelConfig& c, int T, int logit_rows_max, int ranks) : backend(be) {
-    arena = backend.allocate(lay_out(c, T, logit_rows_max, ranks, nullptr));
-    lay_out(c, T, logit_rows_max, ranks, static_cast<char*>(arena));
+  Activations(Backend& be, const ModelConfig& c, int64_t full_vocab, int T, int logit_rows_max, int ranks)
+      : backend(be) {
+    arena = backend.allocate(lay_out(c, full_vocab, T, logit_rows_max, ranks, nullptr));
+    lay_out(c, full_vocab, T, logit_rows_max, ranks, static_cast<char*>(arena));
   }
 
   // Points every tensor into `base` (when given) and returns the bytes they need together. `c` is the
   // rank's local configuration.
-  size_t lay_out(const ModelConfig& c, int T, int logit_rows_max, int ranks, char* base) {
+  size_t lay_out(const ModelConfig& c, int64_t full_vocab, int T, int logit_rows_max, int ranks, char* base) {
     const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
     const int64_t C = c.linear_conv_dim(), HvDv = c.linear_value_dim(), Hv = c.linear_num_value_heads;
@@ -64,6 +66,7 @@ struct ModelRunner::Activations {
       specs.push_back({&embed_rows, DType::F32, {T + 1, H}});
       specs.push_back({&embed_map, DType::I32, {T}});
       specs.push_back({&gathered, DType::F32, {ranks * int64_t(logit_rows_max) * V}});
+      specs.push_back({&full_logits, DType::F32, {logit_rows_max, full_vocab}});
     }
     size_t offset = 0;
     for (const auto& s : specs) {
@@ -109,7 +112,8 @@ ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeigh
       shard_(shard_plan(config, comm_ ? comm_->rank() : 0, comm_ ? comm_->size() : 1)),
       local_(local_config(config, shard_)), weights_(std::move(weights)), cache_(cache),
       max_tokens_(max_tokens_per_step), max_logit_rows_(max_logit_rows > 0 ? max_logit_rows : max_tokens_per_step),
-      act_(std::make_unique<Activations>(backend, local_, max_tokens_, max_logit_rows_, shard_.size)) {
+      act_(std::make_unique<Activations>(backend, local_, config.vocab_size, max_tokens_, max_logit_rows_,
+                                         shard_.size)) {
   if (comm_) backend_.fill_zero(act_->embed_rows.slice_rows(max_tokens_, 1).data, size_t(config.hidden_size) * 4);
 }
 
@@ -119,8 +123,8 @@ size_t ModelRunner::scratch_bytes(Backend& backend, const ModelConfig& config, i
                                   int max_logit_rows, int tensor_parallel_size) {
   Activations unallocated(backend);
   const ShardPlan plan = shard_plan(config, 0, tensor_parallel_size);
-  return unallocated.lay_out(local_config(config, plan), max_tokens_per_step, max_logit_rows, tensor_parallel_size,
-                             nullptr);
+  return unallocated.lay_out(local_config(config, plan), config.vocab_size, max_tokens_per_step, max_logit_rows,
+                             tensor_parallel_size, nullptr);
 }
 
 void ModelRunner::observe(const std::string& name, const Tensor& t) const {
@@ -188,7 +192,14 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
                        base + o_blocks, base + o_states};
 }
 
-std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
+std::vector<float>& ModelRunner::step_to_host(std::span<const SequenceStep> seqs) {
+  const Tensor logits = step(seqs);
+  logits_host_.resize(size_t(logits.numel()));
+  backend_.download(logits_host_.data(), logits.data, logits.bytes());
+  return logits_host_;
+}
+
+Tensor ModelRunner::step(std::span<const SequenceStep> seqs) {
   build_batch(seqs);
   const int T = batch_.num_tokens();
   const ModelConfig& c = local_;
@@ -197,16 +208,21 @@ std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
   if (comm_) embed_sharded(T);
   else backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
   observe("embed", hidden);
+  // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's).
+  Tensor normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
+  const float eps = c.rms_norm_eps;
+  backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);
   for (int layer = 0; layer < c.num_layers; ++layer) {
-    Tensor normed = rows_of(a.normed, T);
-    backend_.rms_norm(hidden, weights_.layers[size_t(layer)].input_norm, c.rms_norm_eps, true, normed);
     if (c.layer_types[size_t(layer)] == LayerType::FullAttention) attention_layer(layer, T);
     else gdn_layer(layer, T);
-    all_reduce(rows_of(a.mixer_out, T));  // o_proj / out_proj partial sums
-    backend_.add(hidden, rows_of(a.mixer_out, T));
+    all_reduce(mixer_out);  // o_proj / out_proj partial sums
+    backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer)].post_norm, eps, true, normed);
     mlp(layer, T);
-    all_reduce(rows_of(a.mixer_out, T));  // down_proj partial sums
-    backend_.add(hidden, rows_of(a.mixer_out, T));
+    all_reduce(mixer_out);  // down_proj partial sums
+    if (layer + 1 < c.num_layers)
+      backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer) + 1].input_norm, eps, true, normed);
+    else
+      backend_.add(hidden, mixer_out);
     observe("layer" + std::to_string(layer) + ".out", hidden);
   }
   const int R = int(logit_rows_.size());
@@ -214,15 +230,10 @@ std::vector<float>& ModelRunner::step(std::span<const SequenceStep> seqs) {
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
   backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);
   observe("final_norm", selected);
-  if (comm_) {
-    gather_logits(R);
-    return logits_host_;
-  }
+  if (comm_) return gather_logits(R);
   Tensor logits = rows_of(a.logits, R);
   backend_.matmul(selected, weights_.lm_head, logits);
-  logits_host_.resize(size_t(R) * size_t(c.vocab_size));
-  backend_.download(logits_host_.data(), logits.data, logits_host_.size() * sizeof(float));
-  return logits_host_;
+  return logits;
 }
 
 void ModelRunner::embed_sharded(int T) {
@@ -233,28 +244,23 @@ void ModelRunner::embed_sharded(int T) {
 }
 
 // Each rank computes the logits of its vocabulary slice; rank 0 puts the gathered slices side by side.
-void ModelRunner::gather_logits(int R) {
+Tensor ModelRunner::gather_logits(int R) {
   Activations& a = *act_;
   const int64_t stride = shard_.vocab_stride;
   const int P = shard_.size;
   if (shard_.vocab_rows > 0)
     backend_.matmul(rows_of(a.selected, R), weights_.lm_head, Tensor(a.logits.data, DType::F32, {R, shard_.vocab_rows}));
   comm_->all_gather(Tensor(a.logits.data, DType::F32, {R * stride}), Tensor(a.gathered.data, DType::F32, {P * R * stride}));
-  if (shard_.rank != 0) {
-    logits_host_.clear();
-    return;
-  }
+  if (shard_.rank != 0) return Tensor(a.full_logits.data, DType::F32, {0, config_.vocab_size});
   const int64_t V = config_.vocab_size;
-  gathered_host_.resize(size_t(P * R * stride));
-  backend_.download(gathered_host_.data(), a.gathered.data, gathered_host_.size() * sizeof(float));
-  logits_host_.resize(size_t(R * V));
+  Tensor logits = rows_of(a.full_logits, R);
   for (int r = 0; r < P; ++r) {
     // Rank r's block holds R rows of its own width, packed.
     const int64_t begin = std::min<int64_t>(V, r * stride), width = std::min<int64_t>(V, begin + stride) - begin;
-    const float* block = gathered_host_.data() + size_t(r) * size_t(R * stride);
-    for (int i = 0; i < R; ++i)
-      std::copy(block + i * width, block + (i + 1) * width, logits_host_.data() + i * V + begin);
+    if (width > 0)
+      backend_.copy_columns(Tensor(a.gathered.as<float>() + r * R * stride, DType::F32, {R, width}), logits, begin);
   }
+  return logits;
 }
 
 void ModelRunner::attention_layer(int layer, int T) {
@@ -302,11 +308,9 @@ void ModelRunner::gdn_layer(int layer, int T) {
 }
 
 void ModelRunner::mlp(int layer, int T) {
-  const ModelConfig& c = local_;
   const LayerWeights& L = weights_.layers[size_t(layer)];
   Activations& a = *act_;
-  Tensor hidden = rows_of(a.hidden, T), x = rows_of(a.normed, T);
-  backend_.rms_norm(hidden, L.post_norm, c.rms_norm_eps, true, x);
+  Tensor x = rows_of(a.normed, T);  // post-attention norm of the residual stream (step())
   Tensor gate = rows_of(a.mlp_gate, T), up = rows_of(a.mlp_up, T);
   backend_.matmul(x, L.mlp.gate_proj, gate);
   backend_.matmul(x, L.mlp.up_proj, up);

@@ -50,10 +50,12 @@ class ModelRunner {
   static size_t scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
                               int max_logit_rows, int tensor_parallel_size = 1);
 
-  // Logits [R, V] in host memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
-  // Under tensor parallelism only rank 0 returns them; other ranks return an empty vector.
-  // The buffer is the runner's own: valid until the next step, and callers may modify it (sampling).
-  std::vector<float>& step(std::span<const SequenceStep> seqs);
+  // Logits [R, V] in backend memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
+  // Under tensor parallelism only rank 0 returns them; other ranks return [0, V]. The tensor is the
+  // runner's own: valid until the next step, and callers may modify it (sampling).
+  Tensor step(std::span<const SequenceStep> seqs);
+  // step(), then the logits downloaded into the runner's host buffer (tests, debugging).
+  std::vector<float>& step_to_host(std::span<const SequenceStep> seqs);
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
   const ModelConfig& config() const { return config_; }
@@ -73,7 +75,7 @@ class ModelRunner {
     if (comm_) comm_->all_reduce_sum(t);
   }
   void embed_sharded(int T);
-  void gather_logits(int R);
+  Tensor gather_logits(int R);
 
   Backend& backend_;
   ModelConfig config_;
@@ -89,7 +91,6 @@ class ModelRunner {
   BatchLayout batch_;
   std::vector<int32_t> logit_rows_;
   std::vector<float> logits_host_;
-  std::vector<float> gathered_host_;
   TensorObserver observer_;
 };
 

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_set>
+
+#include "backend/backend.h"
 
 namespace dcu {
 namespace {
 
 constexpr float kGreedyTemperature = 1e-5f;
+// Without top_k the choice reads this many of the most likely tokens first; top-p and min-p widen
+// it (x8 at a time) when they need more.
+constexpr int kDefaultCandidates = 256;
 
 // log-sum-exp of a row, for log-softmax.
 double log_normalizer(std::span<const float> logits) {
@@ -19,64 +23,88 @@ double log_normalizer(std::span<const float> logits) {
   return double(max) + std::log(sum);
 }
 
-// The k largest entries of a row as (value, id), largest first, ties by lower id. Small k: one pass
-// with a k-entry heap (no vocabulary-sized copy); large k: select, then sort the selection.
-std::vector<std::pair<float, int32_t>> top_entries(std::span<const float> row, int k) {
-  using Entry = std::pair<float, int32_t>;
-  auto better = [](const Entry& a, const Entry& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  k = std::min<int>(k, int(row.size()));
-  if (size_t(k) * 16 > row.size()) {
-    std::vector<Entry> all(row.size());
-    for (size_t i = 0; i < row.size(); ++i) all[i] = {row[i], int32_t(i)};
-    std::nth_element(all.begin(), all.begin() + k, all.end(), better);
-    all.resize(size_t(k));
-    std::sort(all.begin(), all.end(), better);
-    return all;
+void apply_adjustments(std::span<float> logits, std::span<const LogitAdjustment> adjustments) {
+  for (const LogitAdjustment& a : adjustments) {
+    float& x = logits[size_t(a.id)];
+    x = (x > 0 ? x / a.scale : x * a.scale) - a.bias;
   }
-  std::vector<Entry> heap;  // the k best so far; heap.front() is the worst of them
-  heap.reserve(size_t(k));
-  for (size_t i = 0; i < row.size(); ++i) {
-    const Entry e{row[i], int32_t(i)};
-    if (int(heap.size()) < k) {
-      heap.push_back(e);
-      std::push_heap(heap.begin(), heap.end(), better);
-    } else if (k > 0 && better(e, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = e;
-      std::push_heap(heap.begin(), heap.end(), better);
-    }
-  }
-  std::sort_heap(heap.begin(), heap.end(), better);
-  return heap;
 }
 
 }  // namespace
 
+// What a choice may read of one processed row: its most likely entries and total temperature mass,
+// and the whole row when it is at hand.
+struct Sampler::RowView {
+  std::vector<ValueId> top;      // most likely first
+  double mass = 0;               // sum over the row of exp((x - top[0] value) * inverse temperature)
+  int vocab = 0;
+  std::span<const float> row;    // empty: only `top` is known
+
+  // Makes `top` hold at least min(k, vocab) entries; false when that needs the row and it is not here.
+  bool reach(int k) {
+    k = std::min(k, vocab);
+    if (int(top.size()) >= k) return true;
+    if (row.empty()) return false;
+    top = top_entries(row, k);
+    return true;
+  }
+
+  static RowView of(const RowCandidates& c, std::span<const float> row = {}) {
+    RowView v;
+    v.top.reserve(c.values.size());
+    for (size_t i = 0; i < c.values.size(); ++i) v.top.push_back({c.values[i], c.ids[i]});
+    v.mass = c.temperature_mass;
+    v.vocab = c.vocab;
+    v.row = row;
+    return v;
+  }
+};
+
 Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt, uint64_t default_seed)
     : params_(params), rng_(params.seed.value_or(default_seed)) {
   if (params_.repetition_penalty != 1.0f) {
-    std::unordered_set<int32_t> seen(prompt.begin(), prompt.end());
-    prompt_tokens_.assign(seen.begin(), seen.end());
+    prompt_tokens_.assign(prompt.begin(), prompt.end());
+    std::sort(prompt_tokens_.begin(), prompt_tokens_.end());
+    prompt_tokens_.erase(std::unique(prompt_tokens_.begin(), prompt_tokens_.end()), prompt_tokens_.end());
   }
+}
+
+bool Sampler::greedy() const { return params_.temperature < kGreedyTemperature; }
+
+float Sampler::inverse_temperature() const { return greedy() ? 1.0f : 1.0f / params_.temperature; }
+
+int Sampler::candidate_count() const {
+  const int k = greedy() ? 1 : params_.top_k > 0 ? params_.top_k : kDefaultCandidates;
+  return std::max(k, params_.logprobs);
 }
 
 void Sampler::accept(int32_t token) { ++output_counts_[token]; }
 
-void Sampler::apply_penalties(std::span<float> logits) const {
-  // As vLLM: repetition penalty over prompt and output tokens (divide positive logits, multiply
-  // negative ones), then frequency and presence penalties over output tokens.
+// As vLLM: the repetition penalty over prompt and output tokens (divide positive logits, multiply
+// negative ones), then the frequency and presence penalties over output tokens; bans last.
+void Sampler::append_adjustments(std::span<const int32_t> banned, std::vector<LogitAdjustment>& out) const {
+  std::unordered_map<int32_t, size_t> at;  // id -> its entry in out
+  auto entry = [&](int32_t id) -> LogitAdjustment& {
+    auto [it, fresh] = at.emplace(id, out.size());
+    if (fresh) out.push_back({id, 1.0f, 0.0f});
+    return out[it->second];
+  };
   if (params_.repetition_penalty != 1.0f) {
-    auto penalize = [&](int32_t id) {
-      float& x = logits[size_t(id)];
-      x = x > 0 ? x / params_.repetition_penalty : x * params_.repetition_penalty;
-    };
-    std::unordered_set<int32_t> done;
-    for (int32_t id : prompt_tokens_) done.insert(id), penalize(id);
-    for (const auto& [id, _] : output_counts_)
-      if (!done.count(id)) penalize(id);
+    for (int32_t id : prompt_tokens_) entry(id).scale = params_.repetition_penalty;
+    for (const auto& [id, _] : output_counts_) entry(id).scale = params_.repetition_penalty;
   }
-  for (const auto& [id, count] : output_counts_)
-    logits[size_t(id)] -= params_.frequency_penalty * float(count) + params_.presence_penalty;
+  if (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f)
+    for (const auto& [id, count] : output_counts_)
+      entry(id).bias = params_.frequency_penalty * float(count) + params_.presence_penalty;
+  for (int32_t id : banned) entry(id).bias = std::numeric_limits<float>::infinity();
+}
+
+bool Sampler::needs_whole_row(std::span<const int32_t> banned) const {
+  if (candidate_count() > kMaxLogitCandidates) return true;
+  if (params_.logprobs < 0) return false;
+  std::vector<LogitAdjustment> adjustments;
+  append_adjustments(banned, adjustments);
+  return !adjustments.empty();
 }
 
 SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, int top_k) {
@@ -93,79 +121,121 @@ SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> b
   // Raw logprobs are taken before any processing; keep what we need of the raw row.
   std::vector<float> raw;
   if (params_.logprobs >= 0) raw.assign(logits.begin(), logits.end());
+  std::vector<LogitAdjustment> adjustments;
+  append_adjustments(banned, adjustments);
+  apply_adjustments(logits, adjustments);
 
-  apply_penalties(logits);
-  for (int32_t id : banned) logits[size_t(id)] = -std::numeric_limits<float>::infinity();
-
-  int32_t chosen;
-  if (params_.temperature < kGreedyTemperature) {
-    chosen = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  } else if (params_.top_k <= 0 && params_.top_p >= 1.0f && params_.min_p <= 0.0f) {
-    chosen = sample_full(logits);
-  } else {
-    chosen = sample_truncated(logits);
+  RowView view;
+  view.vocab = int(logits.size());
+  view.row = logits;
+  view.top = top_entries(logits, candidate_count());
+  if (!greedy()) {
+    const double top = view.top[0].first, inv_t = inverse_temperature();
+    for (float x : logits) view.mass += std::exp((double(x) - top) * inv_t);
   }
+  const int32_t chosen = *choose(view);
   if (params_.logprobs >= 0) return logprobs_of(raw, chosen, params_.logprobs);
   return SampledToken{chosen, 0.0f, {}};
 }
 
-
-// Plain temperature sampling over the whole vocabulary, in id order.
-int32_t Sampler::sample_full(std::span<const float> logits) {
-  const float inv_t = 1.0f / params_.temperature;
-  const float top = *std::max_element(logits.begin(), logits.end());
-  std::vector<double> weight(logits.size());
-  double sum = 0;
-  for (size_t i = 0; i < logits.size(); ++i) sum += weight[i] = std::exp((logits[i] - top) * inv_t);
-  const double u = std::uniform_real_distribution<double>(0.0, sum)(rng_);
-  double cum = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    cum += weight[i];
-    if (u < cum) return int32_t(i);
-  }
-  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+std::optional<SampledToken> Sampler::sample_candidates(const RowCandidates& candidates) {
+  RowView view = RowView::of(candidates);
+  const std::optional<int32_t> chosen = choose(view);
+  if (!chosen) return std::nullopt;
+  return with_logprobs(view, *chosen, candidates.log_normalizer);
 }
 
-// Sampling after top-k, top-p and min-p truncation (applied in that order, as vLLM does).
-int32_t Sampler::sample_truncated(std::span<const float> logits) {
-  const float inv_t = 1.0f / params_.temperature;
-  const int V = int(logits.size());
-  // Candidates, most likely first: top-k if set, else a prefix that top-p/min-p usually need; the
-  // whole vocabulary when that prefix does not reach top_p.
-  int k = params_.top_k > 0 ? std::min(params_.top_k, V) : std::min(V, 1024);
-  std::vector<std::pair<float, int32_t>> cand = top_entries(logits, k);
-  std::vector<double> p(cand.size());
-  auto probabilities = [&]() {
-    p.resize(cand.size());
-    const double top = double(cand[0].first) * inv_t;
-    double sum = 0;
-    for (size_t i = 0; i < cand.size(); ++i) sum += p[i] = std::exp(double(cand[i].first) * inv_t - top);
-    return sum;
+SampledToken Sampler::sample_processed(std::span<const float> row, const RowCandidates& candidates) {
+  RowView view = RowView::of(candidates, row);
+  return with_logprobs(view, *choose(view), candidates.log_normalizer);
+}
+
+// The device way only serves logprobs when nothing adjusted the row: processed logits are raw ones.
+SampledToken Sampler::with_logprobs(const RowView& view, int32_t chosen, double log_normalizer) const {
+  SampledToken out{chosen, 0.0f, {}};
+  if (params_.logprobs < 0) return out;
+  auto it = std::find_if(view.top.begin(), view.top.end(), [&](const ValueId& e) { return e.second == chosen; });
+  const float value = it != view.top.end() ? it->first : view.row[size_t(chosen)];
+  out.logprob = float(double(value) - log_normalizer);
+  for (int i = 0; i < std::min(params_.logprobs, int(view.top.size())); ++i)
+    out.top.push_back({view.top[size_t(i)].second, float(double(view.top[size_t(i)].first) - log_normalizer)});
+  return out;
+}
+
+std::optional<int32_t> Sampler::choose(RowView& view) {
+  if (greedy()) return view.top[0].second;
+  const double u = pending_uniform_ ? *pending_uniform_ : std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  pending_uniform_.reset();
+  const bool plain = params_.top_k <= 0 && params_.top_p >= 1.0f && params_.min_p <= 0.0f;
+  std::optional<int32_t> chosen = plain ? choose_plain(view, u) : choose_truncated(view, u);
+  if (!chosen) pending_uniform_ = u;  // the retry with the whole row draws nothing new
+  return chosen;
+}
+
+// Temperature sampling over the whole vocabulary: the candidate_count() most likely tokens, then the
+// others in id order.
+std::optional<int32_t> Sampler::choose_plain(RowView& view, double u) {
+  const int k = std::min(candidate_count(), view.vocab);
+  if (!view.reach(k)) return std::nullopt;
+  const double top = view.top[0].first, inv_t = inverse_temperature();
+  auto weight = [&](float x) { return std::exp((double(x) - top) * inv_t); };
+  const double target = u * view.mass;
+  double cum = 0;
+  for (int i = 0; i < k; ++i) {
+    cum += weight(view.top[size_t(i)].first);
+    if (target < cum) return view.top[size_t(i)].second;
+  }
+  if (view.row.empty()) return std::nullopt;
+  std::vector<bool> walked(size_t(view.vocab), false);
+  for (int i = 0; i < k; ++i) walked[size_t(view.top[size_t(i)].second)] = true;
+  for (int id = 0; id < view.vocab; ++id) {
+    if (walked[size_t(id)]) continue;
+    cum += weight(view.row[size_t(id)]);
+    if (target < cum) return id;
+  }
+  return view.top[0].second;  // rounding left the target past the sum
+}
+
+// Sampling after top-k, top-p and min-p truncation (applied in that order, as vLLM does). Without
+// top_k, probabilities are over the whole row (its temperature mass).
+std::optional<int32_t> Sampler::choose_truncated(RowView& view, double u) {
+  const double inv_t = inverse_temperature();
+  std::vector<double> p;
+  auto weights = [&](int k) {
+    if (!view.reach(k)) return false;
+    p.resize(size_t(std::min(k, view.vocab)));
+    const double top = view.top[0].first;
+    for (size_t i = 0; i < p.size(); ++i) p[i] = std::exp((double(view.top[i].first) - top) * inv_t);
+    return true;
   };
-  double sum = probabilities();
-  if (params_.top_k <= 0) {
-    // Without top-k, widen the prefix (x8 at a time) until it holds every token top-p or min-p keeps.
-    const double top = double(cand[0].first) * inv_t;
-    double all = 0;
-    for (float x : logits) all += std::exp(float(x * inv_t - top));
-    auto prefix_enough = [&] {
-      if (int(cand.size()) >= V) return true;
-      if (params_.top_p < 1.0f) return sum / all >= params_.top_p;
-      return p.back() < params_.min_p * p[0];  // min-p only: the rest falls below the floor
+  auto sum = [&] {
+    double s = 0;
+    for (double x : p) s += x;
+    return s;
+  };
+  double total;
+  if (params_.top_k > 0) {
+    if (!weights(params_.top_k)) return std::nullopt;
+    total = sum();
+  } else {
+    total = view.mass;
+    // The prefix must hold every token top-p keeps (min-p only: reach below its floor).
+    auto decides = [&] {
+      if (int(p.size()) >= view.vocab) return true;
+      if (params_.top_p < 1.0f) return sum() >= params_.top_p * total;
+      return p.back() < params_.min_p * p[0];
     };
-    while (!prefix_enough()) {
-      k = int(std::min<int64_t>(int64_t(k) * 8, V));
-      cand = top_entries(logits, k);
-      sum = probabilities();
+    for (int k = candidate_count();; k = int(std::min<int64_t>(int64_t(k) * 8, view.vocab))) {
+      if (!weights(k)) return std::nullopt;
+      if (decides()) break;
     }
   }
-  for (double& x : p) x /= sum;
-  size_t keep = cand.size();
+  size_t keep = p.size();
   if (params_.top_p < 1.0f) {  // smallest prefix whose mass reaches top_p
     double cum = 0;
-    for (size_t i = 0; i < cand.size(); ++i) {
+    for (size_t i = 0; i < p.size(); ++i) {
       cum += p[i];
-      if (cum >= params_.top_p) {
+      if (cum >= params_.top_p * total) {
         keep = i + 1;
         break;
       }
@@ -179,13 +249,13 @@ int32_t Sampler::sample_truncated(std::span<const float> logits) {
   }
   double mass = 0;
   for (size_t i = 0; i < keep; ++i) mass += p[i];
-  const double u = std::uniform_real_distribution<double>(0.0, mass)(rng_);
+  const double target = u * mass;
   double cum = 0;
   for (size_t i = 0; i < keep; ++i) {
     cum += p[i];
-    if (u < cum) return cand[i].second;
+    if (target < cum) return view.top[i].second;
   }
-  return cand[keep - 1].second;
+  return view.top[keep - 1].second;
 }
 
 }  // namespace dcu

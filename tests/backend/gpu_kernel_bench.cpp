@@ -2,8 +2,9 @@
 // interface (what the model runner calls). Not a test: prints tables for docs/PERFORMANCE_GPU.md.
 //   copy bandwidth (read + write) as the ceiling; matmul GB/s for decode (T = 1, 8, 16) and TFLOP/s for
 //   prefill (T = 2048, both precision modes); paged attention and the delta rule at decode and prefill;
-//   the small per-layer ops; and the sum of kernel times of one 27B decode step at batch 1.
-// Usage: gpu_kernel_bench [device index]. Weights are rotated through >= 512 MB of copies so that
+//   the small per-layer ops; the sum of kernel times of one 27B decode step at batch 1; and the
+//   logit summary that sampling runs every step.
+// Usage: gpu_kernel_bench [device index] [sampling]. Weights are rotated through >= 512 MB of copies so that
 // repeated calls stream from HBM, not from L2.
 
 #include <chrono>
@@ -180,6 +181,8 @@ void step_sum(Backend& be, Backend& exact) {
   Buffer gu(be, DType::F32, {1, 17408}), gu2(be, DType::F32, {1, 17408});
   t["rms_norm"] = time_us(be, [&](int) { be.rms_norm(h.t, w.t, 1e-6f, true, h2.t); }, 200);
   t["add"] = time_us(be, [&](int) { be.add(h.t, h2.t); }, 200);
+  Buffer h3(be, DType::F32, {1, 5120});
+  t["add_rms_norm"] = time_us(be, [&](int) { be.add_rms_norm(h.t, h2.t, w.t, 1e-6f, true, h3.t); }, 200);
   t["swiglu"] = time_us(be, [&](int) { be.swiglu(gu.t, gu2.t, gu.t); }, 200);
   Buffer ga(be, DType::F32, {1, 48}), gb(be, DType::F32, {1, 48}), al(be, DType::F32, {48}), dt(be, DType::F32, {48});
   Buffer gg(be, DType::F32, {1, 48}), gbeta(be, DType::F32, {1, 48});
@@ -209,7 +212,8 @@ void step_sum(Backend& be, Backend& exact) {
 
   // One 27B decode step at batch 1: 48 GDN layers, 16 attention layers, the lm_head.
   auto mm = [&](int64_t N, int64_t K) { return matmul_us(exact, 1, Weights(exact, N, K, DType::BF16), 50); };
-  const double common = 2 * t["rms_norm"] + 2 * t["add"] + t["swiglu"] + 2 * mm(17408, 5120) + mm(5120, 17408);
+  // As the runner calls them: each residual add fused with the next norm.
+  const double common = 2 * t["add_rms_norm"] + t["swiglu"] + 2 * mm(17408, 5120) + mm(5120, 17408);
   const double gdn = mm(10240, 5120) + mm(6144, 5120) + 2 * mm(48, 5120) + t["gdn_conv"] + t["gdn_gates"] +
                      t["gdn_delta_rule"] + t["gated_rms_norm"] + mm(5120, 6144);
   const double attn = mm(12288, 5120) + 2 * mm(1024, 5120) + t["attention_prep"] + t["kv_cache_write"] +
@@ -217,7 +221,26 @@ void step_sum(Backend& be, Backend& exact) {
   const double total = 64 * common + 48 * gdn + 16 * attn + mm(248320, 5120) + t["rms_norm"];
   std::printf("\n27B decode step, batch 1, context 128: %d kernel launches, sum of back-to-back kernel times %.2f ms "
               "(%.1f tok/s if nothing else costs time)\n",
-              64 * 8 + 48 * 9 + 16 * 8 + 4, total / 1e3, 1e6 / total);
+              64 * 6 + 48 * 9 + 16 * 8 + 4, total / 1e3, 1e6 / total);
+}
+
+// Sampling's per-step cost: logit_summary over vocabulary rows (Qwen3.5: 248,320) for the candidate
+// counts the samplers ask for (1 greedy, 20 a typical top_k, 256 top-p without top_k).
+void sampling_table(Backend& be) {
+  std::printf("\n## logit_summary, V = 248320\n\n| rows | k | time us |\n|---|---|---|\n");
+  const int64_t V = 248320;
+  std::mt19937 rng(3);
+  for (int64_t n : {1, 8, 32}) {
+    HostTensor logits(DType::F32, {n, V}), rows(DType::I32, {n}), inv_t(DType::F32, {n});
+    logits.random(rng, -12, 12);
+    for (int64_t i = 0; i < n; ++i) rows.t.as<int32_t>()[i] = int32_t(i), inv_t.t.as<float>()[i] = 1.0f / 0.7f;
+    DeviceTensor d_logits(be, logits), d_rows(be, rows), d_inv_t(be, inv_t);
+    for (int64_t k : {1, 20, 256, 1024}) {
+      Buffer values(be, DType::F32, {n, k}), ids(be, DType::I32, {n, k}), stats(be, DType::F32, {n, 2});
+      const double us = time_us(be, [&](int) { be.logit_summary(d_logits.t, d_rows.t, d_inv_t.t, values.t, ids.t, stats.t); }, 50);
+      std::printf("| %lld | %lld | %.1f |\n", (long long)n, (long long)k, us);
+    }
+  }
 }
 
 }  // namespace
@@ -227,6 +250,7 @@ int main(int argc, char** argv) {
   using namespace dcu;
   using namespace dcu::testing;
   const int device = argc > 1 ? std::atoi(argv[1]) : 0;
+  const std::string only = argc > 2 ? argv[2] : "";  // "sampling": that table only
   if (list_gpu_devices().size() <= size_t(device)) {
     std::printf("no GPU %d\n", device);
     return 1;
@@ -234,11 +258,16 @@ int main(int argc, char** argv) {
   auto exact = make_gpu_backend(device, gpu_options_for_dtype("float32"));
   auto fast = make_gpu_backend(device, gpu_options_for_dtype("bfloat16"));
   std::printf("# gpu_kernel_bench on %s\n", exact->name().c_str());
+  if (only == "sampling") {
+    sampling_table(*exact);
+    return 0;
+  }
   const double bw = copy_bandwidth(*exact);
   std::printf("\ncopy bandwidth (read + write, 1 GiB cudaMemcpy D2D): %.0f GB/s\n", bw / 1e9);
   matmul_tables(*exact, *fast, bw);
   attention_tables(*exact, bw);
   delta_rule_tables(*exact);
   step_sum(*exact, *exact);
+  sampling_table(*exact);
   return 0;
 }

@@ -47,7 +47,7 @@ std::vector<float> TpModel::run(std::span<const SequenceStep> steps) {
   std::vector<float> logits;
   threads_->run(
       [&](int r) {
-        const std::vector<float>& out = ranks_[size_t(r)].runner->step(steps);
+        const std::vector<float>& out = ranks_[size_t(r)].runner->step_to_host(steps);
         if (r == 0) logits = out;
       },
       [&] {

@@ -83,7 +83,7 @@ class LoadedModel final : public SteppedModel {
   std::unique_ptr<ModelRunner> runner;
 
  private:
-  std::vector<float> run(std::span<const SequenceStep> steps) override { return runner->step(steps); }
+  std::vector<float> run(std::span<const SequenceStep> steps) override { return runner->step_to_host(steps); }
 };
 
 float max_abs_diff(const float* a, const float* b, size_t n);

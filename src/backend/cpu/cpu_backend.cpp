@@ -38,6 +38,9 @@ class CpuBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
     cpu::rms_norm(x, w, eps, unit_offset, out);
   }
+  void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
+    cpu::add_rms_norm(x, y, w, eps, unit_offset, out);
+  }
   void matmul(const Tensor& x, const Tensor& w, Tensor y) override { cpu::matmul(x, w, y); }
   void add(Tensor x, const Tensor& y) override { cpu::add(x, y); }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { cpu::swiglu(gate, up, out); }
@@ -69,6 +72,14 @@ class CpuBackend final : public Backend {
   void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
     cpu::gated_rms_norm(x, z, w, eps, out);
   }
+  void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) override {
+    cpu::adjust_logits(logits, targets, factors);
+  }
+  void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
+                     Tensor top_ids, Tensor stats) override {
+    cpu::logit_summary(logits, rows, inv_temperature, top_values, top_ids, stats);
+  }
+  void copy_columns(const Tensor& x, Tensor out, int64_t column) override { cpu::copy_columns(x, out, column); }
 };
 
 }  // namespace

@@ -43,6 +43,11 @@ void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Ten
   }
 }
 
+void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) {
+  add(x, y);
+  rms_norm(x, w, eps, unit_offset, out);
+}
+
 void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) {
   const int64_t R = x.rows(), n = x.cols();
   DCU_CHECK(w.numel() == n && z.numel() == x.numel() && out.numel() == x.numel());

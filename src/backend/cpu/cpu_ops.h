@@ -10,6 +10,7 @@ namespace dcu::cpu {
 
 void embed(const Tensor& table, const Tensor& ids, Tensor out);
 void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out);
+void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out);
 void matmul(const Tensor& x, const Tensor& w, Tensor y);
 void add(Tensor x, const Tensor& y);
 void swiglu(const Tensor& gate, const Tensor& up, Tensor out);
@@ -24,6 +25,10 @@ void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tens
 void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims, GdnState& state,
                     const BatchLayout& batch, Tensor out);
 void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out);
+void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors);
+void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
+                   Tensor top_ids, Tensor stats);
+void copy_columns(const Tensor& x, Tensor out, int64_t column);
 
 // Reads a small parameter vector (norm weights, A_log, ...) of any float dtype as f32.
 std::vector<float> to_f32(const Tensor& t);

@@ -90,14 +90,16 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     GPU_CHECK(gpuStreamSynchronize(stream_));  // no kernel in flight still reads it
     GPU_CHECK(gpuFree(ptr));
   }
-  // Synchronous so the caller may free or reuse its host buffer right away.
+  // Synchronous so the caller may free or reuse its host buffer right away. Any thread may call them.
   void upload(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
+    GPU_CHECK(gpuSetDevice(device_));
     GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyHostToDevice, stream_));
     GPU_CHECK(gpuStreamSynchronize(stream_));
   }
   void download(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
+    GPU_CHECK(gpuSetDevice(device_));
     GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, stream_));
     GPU_CHECK(gpuStreamSynchronize(stream_));
   }
@@ -120,6 +122,12 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     DCU_CHECK(f32(x) && f32(out) && w.numel() == x.cols() && out.numel() == x.numel());
     gpu::launch_rms_norm(launch(), x.as<float>(), w.data, w.dtype, eps, unit_offset, out.as<float>(), x.rows(),
                          x.cols());
+  }
+  void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
+    DCU_CHECK(f32(x) && f32(y) && f32(out) && w.numel() == x.cols() && y.numel() == x.numel() &&
+              out.numel() == x.numel());
+    gpu::launch_add_rms_norm(launch(), x.as<float>(), y.as<float>(), w.data, w.dtype, eps, unit_offset,
+                             out.as<float>(), x.rows(), x.cols());
   }
   void matmul(const Tensor& x, const Tensor& w, Tensor y) override {
     const int64_t T = x.rows(), K = x.cols(), N = w.rows();
@@ -211,6 +219,29 @@ class GpuBackend final : public Backend, private gpu::Scratch {
               out.numel() == x.numel());
     gpu::launch_gated_rms_norm(launch(), x.as<float>(), z.as<float>(), w.data, w.dtype, eps, out.as<float>(), x.rows(),
                                x.cols());
+  }
+
+  void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) override {
+    DCU_CHECK(f32(logits) && targets.dtype == DType::I32 && f32(factors) && targets.cols() == 2 &&
+              factors.cols() == 2 && factors.rows() == targets.rows());
+    gpu::launch_adjust_logits(launch(), logits.as<float>(), logits.cols(), targets.as<int32_t>(), factors.as<float>(),
+                              targets.rows());
+  }
+  void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
+                     Tensor top_ids, Tensor stats) override {
+    static_assert(kMaxLogitCandidates == gpu::kMaxSummaryCandidates);
+    const int64_t n = rows.numel(), k = top_values.cols();
+    DCU_CHECK(f32(logits) && rows.dtype == DType::I32 && f32(inv_temperature) && inv_temperature.numel() == n);
+    DCU_CHECK(f32(top_values) && top_values.rows() == n && top_ids.dtype == DType::I32 && top_ids.rows() == n &&
+              top_ids.cols() == k && f32(stats) && stats.numel() == 2 * n);
+    DCU_CHECK(k >= 1 && k <= std::min<int64_t>(logits.cols(), kMaxLogitCandidates));
+    gpu::launch_logit_summary(launch(), logits.as<float>(), logits.cols(), rows.as<int32_t>(),
+                              inv_temperature.as<float>(), n, int(k), top_values.as<float>(), top_ids.as<int32_t>(),
+                              stats.as<float>());
+  }
+  void copy_columns(const Tensor& x, Tensor out, int64_t column) override {
+    DCU_CHECK(f32(x) && f32(out) && out.rows() == x.rows() && column >= 0 && column + x.cols() <= out.cols());
+    gpu::launch_copy_columns(launch(), x.as<float>(), x.rows(), x.cols(), out.as<float>(), out.cols(), column);
   }
 
  private:

@@ -39,6 +39,9 @@ void launch_gather_rows(const Launch& l, const float* x, const int32_t* rows, fl
 // x, out [R, n]; w [n]
 void launch_rms_norm(const Launch& l, const float* x, const void* w, DType w_type, float eps, bool unit_offset,
                      float* out, int64_t R, int64_t n);
+// x += y (written back), then out = rms_norm(x).   x, y, out [R, n]
+void launch_add_rms_norm(const Launch& l, float* x, const float* y, const void* w, DType w_type, float eps,
+                         bool unit_offset, float* out, int64_t R, int64_t n);
 void launch_gated_rms_norm(const Launch& l, const float* x, const float* z, const void* w, DType w_type, float eps,
                            float* out, int64_t R, int64_t n);
 
@@ -116,6 +119,20 @@ struct DeltaRuleArgs {
   int max_rows_per_seq = 0;     // host side
 };
 void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBatch& b);
+
+// ---- logits.cu -----------------------------------------------------------------------------------
+// logits [R, V]; targets, factors [E, 2]
+void launch_adjust_logits(const Launch& l, float* logits, int64_t V, const int32_t* targets, const float* factors,
+                          int64_t E);
+// The summary kernel sorts its candidates on chip: k <= this (Backend's kMaxLogitCandidates).
+constexpr int kMaxSummaryCandidates = 1024;
+// logits [R, V]; rows, inv_temperature [n]; top_values, top_ids [n, k]; stats [n, 2]
+void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const int32_t* rows,
+                          const float* inv_temperature, int64_t n, int k, float* top_values, int32_t* top_ids,
+                          float* stats);
+// x [R, w] into columns column.. of out [R, W]
+void launch_copy_columns(const Launch& l, const float* x, int64_t R, int64_t w, float* out, int64_t W,
+                         int64_t column);
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 // Runs f(T{}) with T the device element type of `t` (float, F16 or Bf16).

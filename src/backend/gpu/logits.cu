@@ -1,0 +1,301 @@
+// Logit processing for sampling on the device: penalties and bans, the per-row top-k (radix select
+// over order-preserving integer keys, then a bitonic sort on chip) with the softmax statistics, and
+// the column copy for tensor-parallel logits. Shared memory and barriers only, no warp shuffles: no
+// logic here depends on the lane count.
+
+#include <climits>
+
+#include "backend/gpu/kernels.h"
+
+namespace dcu::gpu {
+namespace {
+
+constexpr int kThreads = 512;  // a power of two (tree reductions)
+constexpr int kRadixBits = 8;
+constexpr int kRadixBins = 1 << kRadixBits;
+
+// grid (E / kThreads).   logits [R, V]; targets, factors [E, 2]
+__global__ void adjust_logits_kernel(float* logits, int64_t V, const int32_t* targets, const float* factors,
+                                     int64_t E) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= E) return;
+  float* x = logits + int64_t(targets[2 * e]) * V + targets[2 * e + 1];
+  const float v = *x;
+  *x = (v > 0.0f ? v / factors[2 * e] : v * factors[2 * e]) - factors[2 * e + 1];
+}
+
+// Unsigned key with the order of the floats: a larger float has a larger key; -0 and +0 are equal.
+__device__ __forceinline__ uint32_t order_key(float x) {
+  const uint32_t u = x == 0.0f ? 0u : __float_as_uint(x);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// Softmax statistics of a set of logits: the largest (lowest id on ties), sum exp(x - max) and
+// sum exp((x - max) * inv_t).
+struct RowStats {
+  float max;
+  int32_t arg;
+  float sum;
+  float mass;
+};
+
+__device__ __forceinline__ bool leads(const RowStats& a, const RowStats& b) {
+  return a.max > b.max || (a.max == b.max && a.arg < b.arg);
+}
+
+__device__ __forceinline__ RowStats merge(RowStats a, RowStats b, float inv_t) {
+  if (leads(b, a)) {
+    const RowStats t = a;
+    a = b;
+    b = t;
+  }
+  if (b.max == -INFINITY) return a;  // b holds nothing (or only -inf)
+  const float d = b.max - a.max;
+  a.sum += b.sum * expf(d);
+  a.mass += b.mass * expf(d * inv_t);
+  return a;
+}
+
+// A thread's counts of a few digits in registers, direct-mapped, added to the shared histogram on
+// eviction: logits crowd into a handful of top-byte digits (sign and exponent), and one shared atomic
+// per element on those few bins serialises the whole block.
+struct DigitCounts {
+  static constexpr int kSlots = 8;
+  uint32_t digit[kSlots], count[kSlots];
+  __device__ DigitCounts() {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) digit[s] = 0, count[s] = 0;
+  }
+  __device__ __forceinline__ void add(uint32_t d, uint32_t* hist) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {  // static indices keep the arrays in registers
+      if (s != int(d % kSlots)) continue;
+      if (digit[s] != d) {
+        if (count[s]) atomicAdd(&hist[digit[s]], count[s]);
+        digit[s] = d, count[s] = 0;
+      }
+      ++count[s];
+    }
+  }
+  __device__ __forceinline__ void flush(uint32_t* hist) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s)
+      if (count[s]) atomicAdd(&hist[digit[s]], count[s]);
+  }
+};
+
+// Calls f(j, row[j]) for the elements j of one row this thread owns (j = threadIdx.x mod kThreads
+// in units of float4 when the row allows 16-byte loads), in increasing j. One block reads a whole row,
+// so the loads of several iterations are issued together: without that the pass is latency-bound
+// (about 8 GB/s for one block on the H200).
+template <typename F>
+__device__ __forceinline__ void for_each_value(const float* __restrict__ row, int64_t V, F&& f) {
+  constexpr int kInFlight = 4;  // float4 loads per thread before the first use
+  if ((V & 3) == 0 && (reinterpret_cast<uintptr_t>(row) & 15) == 0) {
+    const float4* row4 = reinterpret_cast<const float4*>(row);
+    const int64_t V4 = V / 4;
+    int64_t j = threadIdx.x;
+    for (; j + (kInFlight - 1) * kThreads < V4; j += kInFlight * kThreads) {
+      float4 v[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) v[u] = row4[j + u * kThreads];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int64_t at = 4 * (j + u * kThreads);
+        f(at, v[u].x), f(at + 1, v[u].y), f(at + 2, v[u].z), f(at + 3, v[u].w);
+      }
+    }
+    for (; j < V4; j += kThreads) {
+      const float4 v = row4[j];
+      f(4 * j, v.x), f(4 * j + 1, v.y), f(4 * j + 2, v.z), f(4 * j + 3, v.w);
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < V; j += kThreads) f(j, row[j]);
+  }
+}
+
+// Shared state of one row's summary.
+struct SummaryShared {
+  RowStats stats[kThreads];
+  uint32_t hist[kRadixBins];
+  uint32_t count_above[kThreads], count_equal[kThreads];  // inclusive scans over the thread segments
+  uint32_t key[kMaxSummaryCandidates];
+  int32_t id[kMaxSummaryCandidates];
+  uint32_t digit, remaining;
+};
+
+// Inclusive prefix sums of a[0..kThreads) and b[0..kThreads) in place (Hillis-Steele).
+__device__ void scan_pair(uint32_t* a, uint32_t* b) {
+  for (int offset = 1; offset < kThreads; offset *= 2) {
+    const int t = threadIdx.x;
+    const uint32_t xa = t >= offset ? a[t - offset] : 0, xb = t >= offset ? b[t - offset] : 0;
+    __syncthreads();
+    a[t] += xa;
+    b[t] += xb;
+    __syncthreads();
+  }
+}
+
+__device__ __forceinline__ bool before(uint32_t ka, int32_t ia, uint32_t kb, int32_t ib) {
+  return ka > kb || (ka == kb && ia < ib);
+}
+
+// grid (n).   logits [R, V]; rows, inv_temperature [n]; top_values, top_ids [n, k]; stats [n, 2]
+__global__ void __launch_bounds__(kThreads)
+    logit_summary_kernel(const float* __restrict__ logits, int64_t V, const int32_t* rows, const float* inv_temperature, int k,
+                         float* top_values, int32_t* top_ids, float* stats) {
+  __shared__ SummaryShared sh;
+  const int t = threadIdx.x;
+  const int64_t i = blockIdx.x;
+  const float* row = logits + int64_t(rows[i]) * V;
+  const float inv_t = inv_temperature[i];
+
+  // 1. max, argmax and both exponential sums in one pass (running rescale).
+  RowStats s{-INFINITY, INT_MAX, 0.0f, 0.0f};
+  for_each_value(row, V, [&](int64_t j, float x) {
+    if (x > s.max) {
+      if (s.max != -INFINITY) {
+        const float d = s.max - x;
+        s.sum *= expf(d);
+        s.mass *= expf(d * inv_t);
+      }
+      s.max = x;
+      s.arg = int32_t(j);
+    }
+    if (s.max != -INFINITY) {
+      s.sum += expf(x - s.max);
+      s.mass += expf((x - s.max) * inv_t);
+    }
+  });
+  sh.stats[t] = s;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (t < half) sh.stats[t] = merge(sh.stats[t], sh.stats[t + half], inv_t);
+    __syncthreads();
+  }
+  const RowStats total = sh.stats[0];
+  if (t == 0) {
+    stats[2 * i] = total.max + logf(total.sum);
+    stats[2 * i + 1] = total.mass;
+  }
+  if (k == 1) {
+    if (t == 0) top_values[i] = total.max, top_ids[i] = total.arg == INT_MAX ? 0 : total.arg;
+    return;
+  }
+
+  // 2. The k-th largest key, 8 bits at a time from the top: each pass counts the digits of the keys
+  //    that share the prefix chosen so far.
+  uint32_t prefix = 0, mask = 0, remaining = uint32_t(k);
+  for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
+    for (int b = t; b < kRadixBins; b += kThreads) sh.hist[b] = 0;
+    __syncthreads();
+    DigitCounts counts;
+    for_each_value(row, V, [&](int64_t, float x) {
+      const uint32_t key = order_key(x);
+      if ((key & mask) == prefix) counts.add((key >> shift) & (kRadixBins - 1), sh.hist);
+    });
+    counts.flush(sh.hist);
+    __syncthreads();
+    if (t == 0) {
+      uint32_t above = 0;
+      int b = kRadixBins - 1;
+      for (; b > 0 && above + sh.hist[b] < remaining; --b) above += sh.hist[b];
+      sh.digit = uint32_t(b);
+      sh.remaining = remaining - above;
+    }
+    __syncthreads();
+    prefix |= sh.digit << shift;
+    mask |= uint32_t(kRadixBins - 1) << shift;
+    remaining = sh.remaining;
+  }
+  const uint32_t kth = prefix;
+  const uint32_t ties = remaining, above = uint32_t(k) - remaining;  // keys equal to kth to take; keys above it
+
+  // 3. Gather the candidates: each thread scans its own contiguous segment, so the equal keys taken
+  //    are those of the lowest ids.
+  const int64_t seg = (V + kThreads - 1) / kThreads, begin = t * seg < V ? t * seg : V,
+                end = begin + seg < V ? begin + seg : V;
+  uint32_t n_above = 0, n_equal = 0;
+#pragma unroll 8
+  for (int64_t j = begin; j < end; ++j) {
+    const uint32_t key = order_key(row[j]);
+    n_above += key > kth;
+    n_equal += key == kth;
+  }
+  sh.count_above[t] = n_above;
+  sh.count_equal[t] = n_equal;
+  __syncthreads();
+  scan_pair(sh.count_above, sh.count_equal);
+  uint32_t at_above = sh.count_above[t] - n_above, at_equal = sh.count_equal[t] - n_equal;
+#pragma unroll 8
+  for (int64_t j = begin; j < end; ++j) {
+    const uint32_t key = order_key(row[j]);
+    if (key > kth) {
+      sh.key[at_above] = key, sh.id[at_above] = int32_t(j), ++at_above;
+    } else if (key == kth && at_equal < ties) {
+      sh.key[above + at_equal] = key, sh.id[above + at_equal] = int32_t(j), ++at_equal;
+    }
+  }
+  int size = 1;
+  while (size < k) size *= 2;
+  for (int j = k + t; j < size; j += kThreads) sh.key[j] = 0, sh.id[j] = INT_MAX;  // sorts last
+  __syncthreads();
+
+  // 4. Bitonic sort of the candidates, largest first, equal keys by lower id.
+  for (int block = 2; block <= size; block *= 2) {
+    for (int stride = block / 2; stride > 0; stride /= 2) {
+      for (int a = t; a < size; a += kThreads) {
+        const int b = a ^ stride;
+        if (b <= a) continue;
+        const bool in_order = (a & block) == 0;
+        const bool swap = in_order ? before(sh.key[b], sh.id[b], sh.key[a], sh.id[a])
+                                   : before(sh.key[a], sh.id[a], sh.key[b], sh.id[b]);
+        if (swap) {
+          const uint32_t key = sh.key[a];
+          const int32_t id = sh.id[a];
+          sh.key[a] = sh.key[b], sh.id[a] = sh.id[b];
+          sh.key[b] = key, sh.id[b] = id;
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int j = t; j < k; j += kThreads) {
+    top_values[i * k + j] = row[sh.id[j]];
+    top_ids[i * k + j] = sh.id[j];
+  }
+}
+
+// grid (R).   x [R, w], out [R, W]
+__global__ void copy_columns_kernel(const float* x, int64_t w, float* out, int64_t W, int64_t column) {
+  const int64_t r = blockIdx.x;
+  for (int64_t j = threadIdx.x; j < w; j += blockDim.x) out[r * W + column + j] = x[r * w + j];
+}
+
+}  // namespace
+
+void launch_adjust_logits(const Launch& l, float* logits, int64_t V, const int32_t* targets, const float* factors,
+                          int64_t E) {
+  if (E == 0) return;
+  adjust_logits_kernel<<<unsigned((E + kThreads - 1) / kThreads), kThreads, 0, l.stream>>>(logits, V, targets,
+                                                                                           factors, E);
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const int32_t* rows,
+                          const float* inv_temperature, int64_t n, int k, float* top_values, int32_t* top_ids,
+                          float* stats) {
+  if (n == 0) return;
+  logit_summary_kernel<<<unsigned(n), kThreads, 0, l.stream>>>(logits, V, rows, inv_temperature, k, top_values,
+                                                               top_ids, stats);
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_copy_columns(const Launch& l, const float* x, int64_t R, int64_t w, float* out, int64_t W,
+                         int64_t column) {
+  if (R == 0 || w == 0) return;
+  copy_columns_kernel<<<unsigned(R), 256, 0, l.stream>>>(x, w, out, W, column);
+  GPU_CHECK_LAUNCH();
+}
+
+}  // namespace dcu::gpu

@@ -1,0 +1,121 @@
+#include "sampling/batch_sampler.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dcu {
+namespace {
+
+// Host staging of one summary call: what goes up in one upload and comes back in one download.
+// Every element is 4 bytes, so the sections are laid out back to back.
+struct SummaryLayout {
+  int64_t n = 0, k = 0, E = 0;
+  // up: rows [n] i32, inverse temperatures [n] f32, targets [E, 2] i32, factors [E, 2] f32
+  int64_t up_words() const { return 2 * n + 4 * E; }
+  // down: top values [n, k] f32, top ids [n, k] i32, stats [n, 2] f32
+  int64_t down_words() const { return 2 * n * k + 2 * n; }
+};
+
+Tensor view(void* base, int64_t word, DType dtype, std::initializer_list<int64_t> shape) {
+  return Tensor(static_cast<char*>(base) + word * 4, dtype, shape);
+}
+
+}  // namespace
+
+BatchSampler::~BatchSampler() { backend_.release(arena_); }
+
+void* BatchSampler::arena(size_t bytes) {
+  if (bytes > arena_bytes_) {
+    backend_.release(arena_);
+    arena_ = nullptr;
+    arena_bytes_ = std::max(bytes, arena_bytes_ * 2);
+    arena_ = backend_.allocate(arena_bytes_);
+  }
+  return arena_;
+}
+
+std::vector<float> BatchSampler::download_row(const Tensor& logits, int row) {
+  std::vector<float> out(size_t(logits.cols()));
+  backend_.download(out.data(), logits.as<float>() + int64_t(row) * logits.cols(), out.size() * sizeof(float));
+  return out;
+}
+
+std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<const SamplingJob> jobs) {
+  const int V = int(logits.cols());
+  std::vector<SampledToken> tokens(jobs.size());
+
+  // Choices only a whole raw row serves: downloaded before anything adjusts them.
+  std::vector<size_t> whole, summarised;
+  for (size_t j = 0; j < jobs.size(); ++j) (jobs[j].sampler->needs_whole_row(jobs[j].banned) ? whole : summarised).push_back(j);
+  std::vector<std::vector<float>> rows(jobs.size());
+  for (size_t j : whole) rows[j] = download_row(logits, jobs[j].row);
+#pragma omp parallel for schedule(dynamic, 1) if (whole.size() > 1)
+  for (size_t i = 0; i < whole.size(); ++i) {
+    const SamplingJob& job = jobs[whole[i]];
+    tokens[whole[i]] = job.sampler->sample(rows[whole[i]], job.banned);
+  }
+  if (summarised.empty()) return tokens;
+
+  // Adjust and summarise the other rows on the backend: one upload, two ops, one download.
+  SummaryLayout lay;
+  lay.n = int64_t(summarised.size());
+  std::vector<LogitAdjustment> adjustments;
+  std::vector<int32_t> adjusted_row;
+  for (size_t j : summarised) {
+    jobs[j].sampler->append_adjustments(jobs[j].banned, adjustments);
+    adjusted_row.resize(adjustments.size(), jobs[j].row);
+    lay.k = std::max<int64_t>(lay.k, jobs[j].sampler->candidate_count());
+  }
+  lay.k = std::min<int64_t>(lay.k, V);
+  lay.E = int64_t(adjustments.size());
+  std::vector<uint32_t> up(size_t(lay.up_words()));
+  for (int64_t i = 0; i < lay.n; ++i) {
+    const SamplingJob& job = jobs[summarised[size_t(i)]];
+    const float inv_t = job.sampler->inverse_temperature();
+    up[size_t(i)] = uint32_t(job.row);
+    std::memcpy(&up[size_t(lay.n + i)], &inv_t, 4);
+  }
+  for (int64_t e = 0; e < lay.E; ++e) {
+    const LogitAdjustment& a = adjustments[size_t(e)];
+    uint32_t* target = &up[size_t(2 * lay.n + 2 * e)];
+    float* factor = reinterpret_cast<float*>(&up[size_t(2 * lay.n + 2 * lay.E + 2 * e)]);
+    target[0] = uint32_t(adjusted_row[size_t(e)]), target[1] = uint32_t(a.id);
+    factor[0] = a.scale, factor[1] = a.bias;
+  }
+  void* base = arena(size_t(lay.up_words() + lay.down_words()) * 4);
+  backend_.upload(base, up.data(), up.size() * 4);
+  const int64_t n = lay.n, k = lay.k, E = lay.E, down = lay.up_words();
+  if (E > 0)
+    backend_.adjust_logits(logits, view(base, 2 * n, DType::I32, {E, 2}), view(base, 2 * n + 2 * E, DType::F32, {E, 2}));
+  backend_.logit_summary(logits, view(base, 0, DType::I32, {n}), view(base, n, DType::F32, {n}),
+                         view(base, down, DType::F32, {n, k}), view(base, down + n * k, DType::I32, {n, k}),
+                         view(base, down + 2 * n * k, DType::F32, {n, 2}));
+  std::vector<uint32_t> summary(size_t(lay.down_words()));
+  backend_.download(summary.data(), static_cast<char*>(base) + down * 4, summary.size() * 4);
+
+  const float* values = reinterpret_cast<const float*>(summary.data());
+  const int32_t* ids = reinterpret_cast<const int32_t*>(summary.data() + n * k);
+  const float* stats = reinterpret_cast<const float*>(summary.data() + 2 * n * k);
+  std::vector<RowCandidates> candidates(static_cast<size_t>(n));
+  std::vector<size_t> open;  // choices the candidates did not decide
+  for (int64_t i = 0; i < n; ++i) {
+    RowCandidates& c = candidates[size_t(i)];
+    c.values = {values + i * k, size_t(k)};
+    c.ids = {ids + i * k, size_t(k)};
+    c.vocab = V;
+    c.log_normalizer = stats[2 * i];
+    c.temperature_mass = stats[2 * i + 1];
+    const size_t j = summarised[size_t(i)];
+    if (auto token = jobs[j].sampler->sample_candidates(c)) tokens[j] = std::move(*token);
+    else open.push_back(size_t(i));
+  }
+  for (size_t i : open) rows[summarised[i]] = download_row(logits, jobs[summarised[i]].row);
+#pragma omp parallel for schedule(dynamic, 1) if (open.size() > 1)
+  for (size_t o = 0; o < open.size(); ++o) {
+    const size_t i = open[o], j = summarised[i];
+    tokens[j] = jobs[j].sampler->sample_processed(rows[j], candidates[i]);
+  }
+  return tokens;
+}
+
+}  // namespace dcu
