@@ -4,7 +4,7 @@
 //   prefill (T = 2048, both precision modes); paged attention and the delta rule at decode and prefill;
 //   the small per-layer ops; the sum of kernel times of one 27B decode step at batch 1; and the
 //   logit summary that sampling runs every step.
-// Usage: gpu_kernel_bench [device index] [sampling]. Weights are rotated through >= 512 MB of copies so that
+// Usage: gpu_kernel_bench [device index] [sampling | decode] (one table only). Weights are rotated through >= 512 MB of copies so that
 // repeated calls stream from HBM, not from L2.
 
 #include <chrono>
@@ -224,6 +224,36 @@ void step_sum(Backend& be, Backend& exact) {
               64 * 6 + 48 * 9 + 16 * 8 + 4, total / 1e3, 1e6 / total);
 }
 
+// Decode batches above the GEMV: the GEMV, cuBLAS hi + lo (two GEMMs) and the tensor-core kernel
+// (weights read once), BF16 weights, on the large 27B matrices.
+void decode_paths_table(int device, double copy_bw) {
+  auto options = [](int gemv_max, bool tensor_cores) {
+    GpuBackendOptions o = gpu_options_for_dtype("bfloat16");
+    o.gemv_max_tokens = gemv_max;
+    o.tensor_core_decode = tensor_cores;
+    return o;
+  };
+  auto gemv = make_gpu_backend(device, options(16, false));
+  auto blas = make_gpu_backend(device, options(1, false));
+  auto tensor = make_gpu_backend(device, options(1, true));
+  std::printf("\n## Decode batches: GEMV vs cuBLAS hi + lo vs tensor-core kernel (BF16, time us, %% of copy bw)\n\n");
+  std::printf("| shape [N, K] | T | GEMV | cuBLAS | tensor cores |\n|---|---|---|---|---|\n");
+  for (const Shape& s : kShapes27B) {
+    if (s.N <= 1024 || s.N > 100000) continue;  // narrow ones stay on the GEMV; lm_head as gate/up
+    Weights w(*gemv, s.N, s.K, DType::BF16);
+    for (int64_t T : {2, 4, 8, 16, 32}) {
+      const double bytes = double(s.N) * s.K * 2 + 4.0 * T * (s.K + s.N);
+      auto cell = [&](Backend& be) {
+        if (&be == gemv.get() && T > 16) return std::string("-");
+        const double us = matmul_us(be, T, w, 50);
+        return fmt::format("{:.1f} ({:.0f}%)", us, 100.0 * bytes / us / 1e3 / (copy_bw / 1e9));
+      };
+      std::printf("| [%ld, %ld] | %ld | %s | %s | %s |\n", long(s.N), long(s.K), long(T), cell(*gemv).c_str(),
+                  cell(*blas).c_str(), cell(*tensor).c_str());
+    }
+  }
+}
+
 // Sampling's per-step cost: logit_summary over vocabulary rows (Qwen3.5: 248,320) for the candidate
 // counts the samplers ask for (1 greedy, 20 a typical top_k, 256 top-p without top_k).
 void sampling_table(Backend& be) {
@@ -262,12 +292,17 @@ int main(int argc, char** argv) {
     sampling_table(*exact);
     return 0;
   }
+  if (only == "decode") {
+    decode_paths_table(device, copy_bandwidth(*exact));
+    return 0;
+  }
   const double bw = copy_bandwidth(*exact);
   std::printf("\ncopy bandwidth (read + write, 1 GiB cudaMemcpy D2D): %.0f GB/s\n", bw / 1e9);
   matmul_tables(*exact, *fast, bw);
   attention_tables(*exact, bw);
   delta_rule_tables(*exact);
   step_sum(*exact, *exact);
+  decode_paths_table(device, bw);
   sampling_table(*exact);
   return 0;
 }

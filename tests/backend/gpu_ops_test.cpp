@@ -115,23 +115,33 @@ TEST_P(GpuOps, Matmul) {
 // The bf16/f16 precision mode: cuBLAS on CUDA builds (activations split into two 16-bit parts, tensor
 // cores, f32 accumulation); elsewhere the same portable kernels run. Both GEMV batch limits are covered; at limit 4 the 8- and
 // 16-row cases take the GEMV on narrow matrices (N <= 1024) and cuBLAS on wider ones (N = 1100).
+// On CUDA, 5..32 rows of 16-bit weights whose K is a multiple of 256 take the tensor-core kernel
+// (matmul_tensor_core.cu): row counts that leave partial tiles, 1, 2 and 4 token tiles, K of one
+// iteration per warp (256); with tensor_core_decode off the same cases go to cuBLAS.
 TEST_P(GpuOps, MatmulWithVendorBlas) {
-  for (int gemv_max : {16, 4}) {
-    GpuBackendOptions o = gpu_options_for_dtype("bfloat16", GetParam());
-    o.gemv_max_tokens = gemv_max;
-    auto blas = make_gpu_backend(0, o);
-    for (const MatmulCase& c : std::vector<MatmulCase>{{70, 640, 300, DType::BF16}, {300, 5120, 1000, DType::BF16},
-                                                       {33, 131, 67, DType::F16}, {8, 5120, 1024, DType::BF16},
-                                                       {8, 640, 1100, DType::BF16}, {16, 5120, 48, DType::BF16}}) {
-      HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
-      x.random(rng), w.random(rng, -0.1f, 0.1f);
-      cpu::matmul(x.t, w.t, y.t);
-      DeviceTensor dx(*blas, x), dw(*blas, w), dy(*blas, y);
-      blas->matmul(dx.t, dw.t, dy.t);
-      EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
-          << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w) << " gemv_max " << gemv_max;
+  const std::vector<MatmulCase> cases = {
+      {70, 640, 300, DType::BF16},  {300, 5120, 1000, DType::BF16}, {33, 131, 67, DType::F16},
+      {8, 5120, 1024, DType::BF16}, {8, 640, 1100, DType::BF16},    {16, 5120, 48, DType::BF16},
+      {5, 512, 16400, DType::BF16}, {8, 5120, 1100, DType::BF16},   {13, 768, 300, DType::F16},
+      {32, 17408, 640, DType::BF16}, {17, 1024, 2000, DType::F16},  {32, 256, 17000, DType::F16},
+      {2, 5120, 2048, DType::BF16}};
+  for (int gemv_max : {16, 4})
+    for (bool tensor_cores : {true, false}) {
+      GpuBackendOptions o = gpu_options_for_dtype("bfloat16", GetParam());
+      o.gemv_max_tokens = gemv_max;
+      o.tensor_core_decode = tensor_cores;
+      auto blas = make_gpu_backend(0, o);
+      for (const MatmulCase& c : cases) {
+        HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
+        x.random(rng), w.random(rng, -0.1f, 0.1f);
+        cpu::matmul(x.t, w.t, y.t);
+        DeviceTensor dx(*blas, x), dw(*blas, w), dy(*blas, y);
+        blas->matmul(dx.t, dw.t, dy.t);
+        EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
+            << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w) << " gemv_max " << gemv_max
+            << " tensor cores " << tensor_cores;
+      }
     }
-  }
 }
 
 TEST_P(GpuOps, ElementwiseAndGather) {

@@ -41,6 +41,9 @@ class GpuBackend final : public Backend, private gpu::Scratch {
       fail("gemv_max_tokens {} is outside 1..{}", options.gemv_max_tokens, gpu::kGemvMaxTokens);
     gemv_max_tokens_ = options.gemv_max_tokens;
 #if defined(DCUSERVE_CUDA)
+    tensor_cores_ = options.vendor_blas && options.tensor_core_decode;
+#endif
+#if defined(DCUSERVE_CUDA)
     if (options.vendor_blas) {
       cublasHandle_t handle = nullptr;
       if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised on GPU {}", device_);
@@ -251,7 +254,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_, lanes_, blas_, gemv_max_tokens_};
+    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_};
   }
   // Scratch: grows on demand; the old buffer is freed only after the stream has drained.
   void* get(size_t bytes) override {
@@ -270,6 +273,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   int device_ = 0;
   int lanes_ = gpu::kNativeLanes;
   int gemv_max_tokens_ = gpu::kGemvMaxTokens;
+  bool tensor_cores_ = false;
   gpuStream_t stream_ = nullptr;
   void* blas_ = nullptr;
   void* scratch_ = nullptr;

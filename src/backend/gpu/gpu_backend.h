@@ -30,6 +30,10 @@ struct GpuBackendOptions {
   // Matmuls with at most this many token rows (1..16) use the bandwidth-bound GEMV; narrow matrices
   // (at most 1,024 output rows) use it up to 16 rows regardless (see use_gemv in matmul.cu).
   int gemv_max_tokens = 16;
+  // CUDA builds with vendor_blas: matmuls of 16-bit weights above the GEMV and up to 32 rows run on
+  // the tensor-core kernel (weights read once, activations split hi + lo in registers) instead of
+  // cuBLAS's two GEMMs. Off: cuBLAS, as before (comparisons, debugging).
+  bool tensor_core_decode = true;
 };
 
 // The options for an engine's --dtype: "float32" keeps every matmul on the f32 kernels (the 1e-3

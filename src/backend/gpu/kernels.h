@@ -17,6 +17,7 @@ struct Launch {
   int lanes = kNativeLanes;
   void* blas = nullptr;  // cublasHandle_t on CUDA builds when large 16-bit matmuls go to cuBLAS, else null
   int gemv_max_tokens = 16;  // matmuls with at most this many token rows use the GEMV
+  bool tensor_cores = false;  // CUDA vendor-BLAS mode: decode batches above the GEMV on tensor cores
 };
 
 // Backend-owned device scratch that grows on demand (ops never allocate their outputs).
@@ -56,6 +57,13 @@ struct MatmulArgs {
 // The GEMV kernel (weights streamed once for all rows) handles at most this many token rows.
 constexpr int64_t kGemvMaxTokens = 16;
 void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
+
+// ---- matmul_tensor_core.cu (CUDA only) -----------------------------------------------------------
+// Decode batches of 16-bit weights on tensor cores, weights read once (the vendor-BLAS mode's path
+// between the GEMV and cuBLAS).
+constexpr int64_t kTensorCoreMaxTokens = 32;
+bool tensor_core_matmul_fits(const MatmulArgs& a);  // dtype, T, K multiple of 256, 16-byte alignment
+void launch_tensor_core_matmul(const Launch& l, const MatmulArgs& a);
 
 // ---- attention.cu --------------------------------------------------------------------------------
 struct AttentionPrepArgs {

@@ -6,9 +6,10 @@
 //    shared memory). On gfx906 F16 weights go through v_dot2_f32_f16 (the activations are rounded
 //    to f16 for the dot, the sum stays f32); BF16 is widened by a shift (no bf16 arithmetic there).
 //  - larger T, exact precision: a portable 64x64 shared-memory tiled kernel, f32 FMA.
-//  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): the activations are split into a high
-//    and a low part in the weight's 16-bit type (x = hi + lo) and two cublasGemmEx calls run on tensor
-//    cores with f32 accumulation and output.
+//  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): up to 32 rows, the tensor-core kernel
+//    of matmul_tensor_core.cu (hi + lo split in registers, weights read once); beyond, the activations
+//    are split into a high and a low part in the weight's 16-bit type (x = hi + lo) and two
+//    cublasGemmEx calls run on tensor cores with f32 accumulation and output.
 
 #include "backend/gpu/kernels.h"
 
@@ -274,6 +275,7 @@ void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
     }
 #if defined(DCUSERVE_CUDA)
     if constexpr (!std::is_same_v<W, float>) {
+      if (l.tensor_cores && tensor_core_matmul_fits(a)) return launch_tensor_core_matmul(l, a);
       if (l.blas) return blas_matmul<W>(l, a, scratch);
     }
 #endif
