@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine_factory.h"
+#include "engine/follower_node.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/text_adapter.h"
@@ -37,6 +38,13 @@ void run_serve(ServeArgs a) {
   if (a.kv_cache_memory_bytes >= 0) a.engine.kv_cache_memory_bytes = a.kv_cache_memory_bytes;
   // As vLLM's --load-format dummy: config.json and the tokenizer from the folder, random weights.
   a.engine.random_weights = a.load_format == "dummy";
+  if (a.engine.node_rank > 0) {
+    // Another node of a multi-host group: node 0 serves HTTP and schedules, this node runs its steps.
+    log::info("node {} of {}: no HTTP server here; requests go to node 0 ({})", a.engine.node_rank, a.engine.nnodes,
+              a.engine.master_addr);
+    run_follower_node(a.engine);
+    return;
+  }
   if (a.enable_auto_tool_choice && a.tool_call_parser.empty())
     fail("--enable-auto-tool-choice needs --tool-call-parser (hermes or qwen3_coder)");
 
@@ -100,12 +108,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-cache-memory-bytes", a->kv_cache_memory_bytes, "Exact KV-cache + state budget in bytes")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", a->engine.seed, "Default sampling seed")->capture_default_str();
-  cmd->add_option("--nnodes", a->engine.nnodes, "Hosts the tensor-parallel group spans")
+  cmd->add_option("--nnodes", a->engine.nnodes, "Hosts the tensor-parallel group spans (NCCL/RCCL builds)")
       ->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--node-rank", a->engine.node_rank, "This host's index among --nnodes")
+  cmd->add_option("--node-rank", a->engine.node_rank, "This host's index among --nnodes; 0 serves HTTP, the others follow it")
       ->capture_default_str()->check(CLI::Range(0, 63));
-  cmd->add_option("--master-addr", a->engine.master_addr, "Node 0's address for the rendezvous")->capture_default_str();
-  cmd->add_option("--master-port", a->engine.master_port, "Node 0's rendezvous port")
+  cmd->add_option("--master-addr", a->engine.master_addr, "Node 0's address, which the other nodes connect to")
+      ->capture_default_str();
+  cmd->add_option("--master-port", a->engine.master_port, "Node 0's port for the other nodes (rendezvous and steps)")
       ->capture_default_str()->check(CLI::Range(1, 65535));
   cmd->add_option("--load-format", a->load_format,
                   "auto | safetensors | dummy (random weights with the folder's config.json, for benchmarks)")

@@ -1,5 +1,6 @@
 #include "comm/nccl_communicator.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "core/error.h"
@@ -75,6 +76,7 @@ class NcclCommunicator final : public Communicator {
   void all_reduce_sum(Tensor x) override {
     DCU_CHECK(x.dtype == DType::F32);
     gpuStream_t s = begin();
+    check_not_aborted();
     NCCL_OK(ncclAllReduce(x.data, x.data, size_t(x.numel()), ncclFloat, ncclSum, comm_, s));
     end();
   }
@@ -83,17 +85,23 @@ class NcclCommunicator final : public Communicator {
     DCU_CHECK(local.dtype == DType::F32 && out.dtype == DType::F32);
     DCU_CHECK(out.numel() >= local.numel() * size_);
     gpuStream_t s = begin();
+    check_not_aborted();
     NCCL_OK(ncclAllGather(local.data, out.data, size_t(local.numel()), ncclFloat, comm_, s));
     end();
   }
 
+  // Called from another thread (a failed rank's, or the watcher of a node link) while this rank may
+  // wait for a collective, even inside a kernel launch that waits for the stalled GPU: ncclCommAbort
+  // makes NCCL's kernels exit. It takes no lock for that reason: a collective enqueued at that very
+  // moment races with it (as under PyTorch's NCCL watchdog); later ones see the flag and fail.
   void abort() override {
-    if (aborted_) return;
-    aborted_ = true;
-    ncclCommAbort(comm_);
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
   }
 
  private:
+  void check_not_aborted() const {
+    if (aborted_) fail("the tensor-parallel group was aborted: another rank failed");
+  }
   // The stream a collective is enqueued on, after whatever the fallback path must wait for.
   gpuStream_t begin() {
     if (!backend_stream_) backend_.synchronize();
@@ -109,7 +117,7 @@ class NcclCommunicator final : public Communicator {
   Backend& backend_;
   gpuStream_t backend_stream_ = nullptr;  // the backend's, not owned
   gpuStream_t stream_ = nullptr;          // own, only when the backend has none
-  bool aborted_ = false;
+  std::atomic<bool> aborted_ = false;
 };
 
 }  // namespace
@@ -120,14 +128,15 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGro
                                                                    const std::vector<Backend*>& backends) {
   DCU_CHECK(o.devices.size() == backends.size());
   ncclUniqueId id;
-  std::vector<char> payload;
-  if (o.rendezvous.node_rank == 0) {
-    NCCL_OK(ncclGetUniqueId(&id));
-    payload.assign(reinterpret_cast<const char*>(&id), reinterpret_cast<const char*>(&id) + sizeof id);
+  if (o.first_rank == 0) NCCL_OK(ncclGetUniqueId(&id));  // node 0 makes the id
+  if (o.share_id) {
+    std::vector<char> payload;
+    if (o.first_rank == 0)
+      payload.assign(reinterpret_cast<const char*>(&id), reinterpret_cast<const char*>(&id) + sizeof id);
+    payload = o.share_id(payload);
+    if (payload.size() != sizeof id) fail("node 0 sent {} bytes, not a {}-byte unique id", payload.size(), sizeof id);
+    std::memcpy(&id, payload.data(), sizeof id);
   }
-  payload = rendezvous_share(o.rendezvous, payload);
-  if (payload.size() != sizeof id) fail("rendezvous: node 0 sent {} bytes, not a {}-byte unique id", payload.size(), sizeof id);
-  std::memcpy(&id, payload.data(), sizeof id);
 
   // One thread initialises several ranks: the calls must be grouped or the first would wait for the rest.
   std::vector<ncclComm_t> comms(o.devices.size());

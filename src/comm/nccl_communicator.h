@@ -1,13 +1,13 @@
 #pragma once
 // Communicators over NCCL (CUDA builds) or RCCL (HIP builds), one per local GPU, created together.
-// Across hosts, node 0's unique id reaches the other nodes through the TCP rendezvous.
+// Across hosts, node 0's unique id reaches the other nodes over the node links (comm/rendezvous.h).
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
 #include "comm/communicator.h"
-#include "comm/rendezvous.h"
 
 namespace dcu {
 
@@ -15,7 +15,8 @@ struct NcclGroupOptions {
   std::vector<int> devices;      // the GPU of each local rank
   int first_rank = 0;            // global rank of devices[0] (node_rank * devices.size())
   int world_size = 0;            // ranks over all nodes
-  RendezvousOptions rendezvous;  // used when rendezvous.nnodes > 1
+  // Multi-host: node 0's unique id to every node (share_from_node0 over the node links); empty on one node.
+  std::function<std::vector<char>(const std::vector<char>&)> share_id;
 };
 
 // True when this build links NCCL or RCCL.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 
@@ -17,6 +18,12 @@ namespace dcu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// What a joining node says first.
+struct Hello {
+  int32_t node_rank;
+  int32_t nnodes;
+};
 
 class Socket {
  public:
@@ -30,34 +37,13 @@ class Socket {
     return *this;
   }
   int fd() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
 };
 
 std::string where(const RendezvousOptions& o) { return o.master_addr + ":" + std::to_string(o.master_port); }
-
-void send_all(int fd, const void* data, size_t n, const RendezvousOptions& o) {
-  const char* p = static_cast<const char*>(data);
-  while (n) {
-    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (k <= 0) fail("rendezvous with {}: send failed ({})", where(o), std::strerror(errno));
-    p += k;
-    n -= size_t(k);
-  }
-}
-
-void recv_all(int fd, void* data, size_t n, const RendezvousOptions& o) {
-  char* p = static_cast<char*>(data);
-  while (n) {
-    pollfd pfd{fd, POLLIN, 0};
-    if (::poll(&pfd, 1, o.timeout_s * 1000) <= 0) fail("rendezvous with {}: no answer within {} s", where(o), o.timeout_s);
-    ssize_t k = ::recv(fd, p, n, 0);
-    if (k <= 0) fail("rendezvous with {}: connection closed early", where(o));
-    p += k;
-    n -= size_t(k);
-  }
-}
 
 addrinfo* resolve(const RendezvousOptions& o, bool passive) {
   addrinfo hints{};
@@ -71,7 +57,26 @@ addrinfo* resolve(const RendezvousOptions& o, bool passive) {
   return res;
 }
 
-std::vector<char> serve(const RendezvousOptions& o, const std::vector<char>& payload) {
+// Reads the joining node's hello, waiting at most until `deadline`.
+Hello read_hello(int fd, const RendezvousOptions& o, Clock::time_point deadline) {
+  Hello hello{};
+  char* p = reinterpret_cast<char*>(&hello);
+  size_t n = sizeof hello;
+  while (n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd pfd{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&pfd, 1, int(left)) <= 0)
+      fail("rendezvous on port {}: a node connected but did not say its node rank within {} s", o.master_port,
+           o.timeout_s);
+    const ssize_t k = ::recv(fd, p, n, 0);
+    if (k <= 0) fail("rendezvous on port {}: a node closed its connection before saying its node rank", o.master_port);
+    p += k;
+    n -= size_t(k);
+  }
+  return hello;
+}
+
+std::vector<NodeLink> accept_nodes(const RendezvousOptions& o) {
   addrinfo* res = resolve(o, true);
   Socket listener;
   for (addrinfo* a = res; a; a = a->ai_next) {
@@ -86,7 +91,7 @@ std::vector<char> serve(const RendezvousOptions& o, const std::vector<char>& pay
   }
   ::freeaddrinfo(res);
   if (listener.fd() < 0) fail("rendezvous: cannot listen on port {} ({})", o.master_port, std::strerror(errno));
-  std::vector<bool> seen(size_t(o.nnodes), false);
+  std::vector<Socket> peers(size_t(o.nnodes - 1));
   const auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
   for (int joined = 1; joined < o.nnodes; ++joined) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -95,20 +100,21 @@ std::vector<char> serve(const RendezvousOptions& o, const std::vector<char>& pay
       fail("rendezvous on port {}: {} of {} nodes joined within {} s", o.master_port, joined, o.nnodes, o.timeout_s);
     Socket peer(::accept(listener.fd(), nullptr, nullptr));
     if (peer.fd() < 0) fail("rendezvous on port {}: accept failed ({})", o.master_port, std::strerror(errno));
-    int32_t rank = -1;
-    recv_all(peer.fd(), &rank, sizeof rank, o);
-    if (rank <= 0 || rank >= o.nnodes || seen[size_t(rank)])
-      fail("rendezvous on port {}: a node announced node rank {} (expected 1..{}, each once)", o.master_port, rank,
-           o.nnodes - 1);
-    seen[size_t(rank)] = true;
-    const uint32_t n = uint32_t(payload.size());
-    send_all(peer.fd(), &n, sizeof n, o);
-    send_all(peer.fd(), payload.data(), payload.size(), o);
+    const Hello hello = read_hello(peer.fd(), o, deadline);
+    if (hello.nnodes != o.nnodes)
+      fail("rendezvous on port {}: node {} was started with --nnodes {}, node 0 with --nnodes {}", o.master_port,
+           hello.node_rank, hello.nnodes, o.nnodes);
+    if (hello.node_rank <= 0 || hello.node_rank >= o.nnodes || peers[size_t(hello.node_rank - 1)].fd() >= 0)
+      fail("rendezvous on port {}: a node announced node rank {} (expected 1..{}, each once)", o.master_port,
+           hello.node_rank, o.nnodes - 1);
+    peers[size_t(hello.node_rank - 1)] = std::move(peer);
   }
-  return payload;
+  std::vector<NodeLink> links;
+  for (size_t i = 0; i < peers.size(); ++i) links.emplace_back(peers[i].release(), "node " + std::to_string(i + 1));
+  return links;
 }
 
-std::vector<char> join(const RendezvousOptions& o) {
+NodeLink join_node0(const RendezvousOptions& o) {
   const auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
   for (;;) {
     addrinfo* res = resolve(o, false);
@@ -119,13 +125,10 @@ std::vector<char> join(const RendezvousOptions& o) {
     }
     ::freeaddrinfo(res);
     if (s.fd() >= 0) {
-      const int32_t rank = o.node_rank;
-      send_all(s.fd(), &rank, sizeof rank, o);
-      uint32_t n = 0;
-      recv_all(s.fd(), &n, sizeof n, o);
-      std::vector<char> payload(n);
-      recv_all(s.fd(), payload.data(), n, o);
-      return payload;
+      const Hello hello{o.node_rank, o.nnodes};
+      if (::send(s.fd(), &hello, sizeof hello, MSG_NOSIGNAL) != ssize_t(sizeof hello))
+        fail("rendezvous with {}: send failed ({})", where(o), std::strerror(errno));
+      return NodeLink(s.release(), "node 0 at " + where(o));
     }
     if (Clock::now() > deadline) fail("rendezvous: node 0 at {} did not answer within {} s", where(o), o.timeout_s);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // node 0 may not listen yet
@@ -134,12 +137,24 @@ std::vector<char> join(const RendezvousOptions& o) {
 
 }  // namespace
 
-std::vector<char> rendezvous_share(const RendezvousOptions& o, const std::vector<char>& payload) {
+std::vector<NodeLink> connect_nodes(const RendezvousOptions& o) {
   if (o.nnodes < 1) fail("--nnodes must be at least 1");
   if (o.node_rank < 0 || o.node_rank >= o.nnodes) fail("--node-rank {} is outside 0..{}", o.node_rank, o.nnodes - 1);
   if (o.master_port <= 0 || o.master_port > 65535) fail("--master-port {} is not a TCP port", o.master_port);
-  if (o.nnodes == 1) return payload;
-  return o.node_rank == 0 ? serve(o, payload) : join(o);
+  std::vector<NodeLink> links;
+  if (o.nnodes == 1) return links;
+  if (o.node_rank == 0) return accept_nodes(o);
+  links.push_back(join_node0(o));
+  return links;
+}
+
+std::vector<char> share_from_node0(std::vector<NodeLink>& links, int node_rank, const std::vector<char>& payload) {
+  if (links.empty()) return payload;
+  if (node_rank == 0) {
+    for (NodeLink& link : links) link.send(MessageType::CommunicatorId, payload);
+    return payload;
+  }
+  return links.at(0).receive(MessageType::CommunicatorId);
 }
 
 }  // namespace dcu

@@ -1,242 +1,69 @@
 #include "engine/engine_factory.h"
 
 #include <algorithm>
-#include <cstdint>
-#include <fstream>
-#include <unistd.h>
 
-#include <omp.h>
-
-#include "backend/backend.h"
-#include "comm/in_process_communicator.h"
-#include "comm/nccl_communicator.h"
+#include "comm/rendezvous.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/cache_plan.h"
-#include "backend/gpu_backend_api.h"
-#include "engine/device.h"
 #include "engine/llm_engine.h"
-#include "model/sharding.h"
-#include "model/weights.h"
+#include "engine/local_ranks.h"
 
 namespace dcu {
 namespace {
 
 constexpr int kBlockSize = 16;
-constexpr size_t kDefaultCpuCacheBytes = size_t(4) << 30;
-
-// Host memory the kernel reports as available (MemAvailable), 0 when unknown.
-size_t available_host_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  size_t kib;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
-}
-
-// A progress line on a terminal, redrawn in place; nothing when stderr is not a terminal.
-LoadProgress terminal_progress() {
-  if (!::isatty(STDERR_FILENO)) return {};
-  return [last = -1](size_t done, size_t total) mutable {
-    const int percent = total ? int(100.0 * double(done) / double(total)) : 100;
-    if (percent == last) return;
-    last = percent;
-    std::fprintf(stderr, "\rloading weights: %3d%% (%s of %s)%s", percent, format_bytes(double(done)).c_str(),
-                 format_bytes(double(total)).c_str(), done == total ? "\n" : "");
-  };
-}
-
-// --dtype float16 stores weight matrices as f16 (the fast path of gfx906's v_dot2_f32_f16); otherwise
-// they stay as the checkpoint has them.
-std::optional<DType> weight_dtype_for(const std::string& dtype) {
-  if (dtype == "float16" || dtype == "half") return DType::F16;
-  return std::nullopt;
-}
-
-DType kv_dtype_for(const std::string& dtype, const Backend& backend) {
-  if (backend.kind() == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention reads f32
-  if (dtype == "float16" || dtype == "half") return DType::F16;
-  return DType::BF16;
-}
-
-// Bytes for KV pages and state slots: exactly --kv-cache-memory-bytes when given; on a GPU, what is
-// left of total * --gpu-memory-utilization once weights (already loaded) and scratch are counted; on
-// the CPU, half the available memory up to 4 GiB.
-size_t cache_budget(const EngineOptions& o, const Backend& backend, size_t scratch_bytes, int device_index) {
-  if (o.kv_cache_memory_bytes) {
-    if (*o.kv_cache_memory_bytes <= 0) fail("--kv-cache-memory-bytes must be positive");
-    return size_t(*o.kv_cache_memory_bytes);
-  }
-  if (auto gpu = gpu_info(backend, device_index)) {
-    const double usable = double(gpu->total_memory) * o.gpu_memory_utilization;
-    const double used = double(gpu->total_memory - gpu->free_memory) + double(scratch_bytes);
-    if (usable <= used)
-      fail("--gpu-memory-utilization {} allows {} on {} but weights and scratch already take {}; raise it or use "
-           "more GPUs (--tensor-parallel-size)",
-           o.gpu_memory_utilization, format_bytes(usable), gpu->name, format_bytes(used));
-    return size_t(usable - used);
-  }
-  return std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory()) * 0.5));
-}
-
-ModelConfig config_for(const EngineOptions& o) {
-  if (o.random_weights) {
-    if (auto builtin = builtin_config(o.model_dir)) return *builtin;
-  }
-  return load_model_config(o.model_dir);
-}
-
-// One backend per local rank, all CPUs or all GPUs (GPU i for local rank i).
-std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o, int local_ranks) {
-  std::vector<std::unique_ptr<Backend>> out;
-  out.push_back(make_backend(o.device, 0, o.dtype));
-  // Simulated CPU ranks only on request: `auto` on a machine without enough GPUs is an error, as in vLLM.
-  if (local_ranks > 1 && o.device == "auto" && out[0]->kind() == DeviceKind::Cpu)
-    fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}{} (add --device cpu to simulate the ranks on "
-         "the CPU)",
-         o.tensor_parallel_size, local_ranks, gpu_backend_compiled() ? list_gpu_devices().size() : 0,
-         gpu_backend_compiled() ? "" : " usable by this build");
-  if (local_ranks > 1 && out[0]->kind() != DeviceKind::Cpu) {
-    const int gpus = int(list_gpu_devices().size());
-    if (gpus < local_ranks)
-      fail("--tensor-parallel-size {} needs {} GPUs on this node; it has {} (use --device cpu to simulate ranks on "
-           "the CPU)",
-           o.tensor_parallel_size, local_ranks, gpus);
-  }
-  for (int r = 1; r < local_ranks; ++r)
-    out.push_back(out[0]->kind() == DeviceKind::Cpu ? make_cpu_backend() : make_backend(o.device, r, o.dtype));
-  return out;
-}
-
-// Fails before loading when one GPU's share of the weights cannot fit, saying what would.
-void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const std::vector<std::unique_ptr<Backend>>& backends) {
-  const double weight_bytes = double(config.parameter_count()) * 2.0;  // bf16/f16 checkpoints
-  const int tp = o.tensor_parallel_size;
-  for (size_t r = 0; r < backends.size(); ++r) {
-    auto gpu = gpu_info(*backends[r], int(r));
-    if (!gpu) return;
-    const double usable = double(gpu->total_memory) * o.gpu_memory_utilization -
-                          double(gpu->total_memory - gpu->free_memory);
-    if (weight_bytes / tp <= usable) continue;
-    std::string advice;
-    for (int n : valid_tensor_parallel_sizes(config, 64))
-      if (n > tp && weight_bytes / n <= usable) {
-        advice = fmt::format("use --tensor-parallel-size {} ({} GPUs like this one, {} of weights each)", n, n,
-                             format_bytes(weight_bytes / n));
-        break;
-      }
-    if (advice.empty()) advice = "no tensor-parallel size of this model makes them fit GPUs like this one";
-    fail("the weights need about {} per GPU at --tensor-parallel-size {} ({} in all), but GPU {} ({}) has {} usable "
-         "at --gpu-memory-utilization {}; {}, or use GPUs with at least {} free",
-         format_bytes(weight_bytes / tp), tp, format_bytes(weight_bytes), gpu->index, gpu->name,
-         format_bytes(std::max(0.0, usable)), o.gpu_memory_utilization, advice,
-         format_bytes(weight_bytes / tp / o.gpu_memory_utilization));
-  }
-}
-
-std::vector<std::unique_ptr<Communicator>> make_communicators(const EngineOptions& o,
-                                                              const std::vector<std::unique_ptr<Backend>>& backends,
-                                                              int local_ranks) {
-  std::vector<Backend*> raw;
-  for (auto& b : backends) raw.push_back(b.get());
-  const bool gpu = backends[0]->kind() != DeviceKind::Cpu;
-  if (gpu && nccl_compiled()) {
-    NcclGroupOptions g;
-    for (int r = 0; r < local_ranks; ++r) g.devices.push_back(r);
-    g.first_rank = o.node_rank * local_ranks;
-    g.world_size = o.tensor_parallel_size;
-    g.rendezvous = RendezvousOptions{o.nnodes, o.node_rank, o.master_addr, o.master_port};
-    return make_nccl_communicators(g, raw);
-  }
-  if (gpu) log::warn("this build has no NCCL/RCCL: tensor-parallel collectives go through host memory (slow)");
-  return make_in_process_communicators(raw);
-}
 
 }  // namespace
 
-std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
-  ModelConfig config = config_for(o);
-  const int tp = o.tensor_parallel_size;
-  check_tensor_parallel(config, tp);
-  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
-    fail("--node-rank {} must be in 0..--nnodes - 1 ({})", o.node_rank, o.nnodes - 1);
-  if (tp % o.nnodes != 0) fail("--tensor-parallel-size {} must be a multiple of --nnodes {}", tp, o.nnodes);
-  if (o.nnodes > 1)
-    fail("--nnodes {}: multi-host tensor parallelism is not available yet (the communicators and the rendezvous exist; "
-         "the follower nodes' step loop does not); use one node",
-         o.nnodes);
-  const int local_ranks = tp / o.nnodes;
+std::unique_ptr<Engine> create_engine(const EngineOptions& o, const CommunicatorFactory& make_communicators) {
+  ModelConfig config = model_config_for(o);
+  check_group_options(o, config);
+  if (o.node_rank != 0)
+    fail("--node-rank {}: the engine runs on node 0; the other nodes run the follower loop (dcuserve serve does)",
+         o.node_rank);
   const int max_model_len = o.max_model_len > 0 ? o.max_model_len : int(config.max_position_embeddings);
   if (o.max_model_len > config.max_position_embeddings)
     log::warn("--max-model-len {} exceeds the model's max_position_embeddings {}", o.max_model_len,
               config.max_position_embeddings);
-
-  std::vector<std::unique_ptr<Backend>> backends = make_rank_backends(o, local_ranks);
-  const bool cpu = backends[0]->kind() == DeviceKind::Cpu;
-  check_weights_fit(o, config, backends);
+  const StepCapacity capacity = step_capacity(o);
   LlmEngineOptions eo;
   eo.limits.max_num_seqs = o.max_num_seqs;
-  eo.limits.max_num_batched_tokens = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 2048;
+  eo.limits.max_num_batched_tokens = capacity.max_tokens;
   eo.limits.block_size = kBlockSize;
-  eo.limits.max_logit_rows = std::max(256, eo.limits.max_num_seqs + 1);
-
-  ModelInstance model;
-  model.ranks.resize(size_t(local_ranks));
-  std::vector<std::unique_ptr<Communicator>> comms;
-  if (tp > 1) comms = make_communicators(o, backends, local_ranks);
-  std::vector<ShardPlan> plans;
-  std::vector<ModelWeights> weights;  // per rank, until the cache shape (the same on all ranks) is known
-  for (int r = 0; r < local_ranks; ++r) {
-    RankInstance& rank = model.ranks[size_t(r)];
-    rank.backend = std::move(backends[size_t(r)]);
-    if (tp > 1) rank.comm = std::move(comms[size_t(r)]);
-    plans.push_back(shard_plan(config, o.node_rank * local_ranks + r, tp));
-    const LoadProgress progress = r == 0 ? terminal_progress() : LoadProgress{};
-    if (local_ranks > 1) log::info("loading rank {} of {}", r, tp);
-    // Weights first: each GPU's cache budget is what its own memory has left afterwards.
-    const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
-    weights.push_back(o.random_weights ? random_weights(config, *rank.backend, random_dtype, o.seed, plans.back())
-                                       : load_weights(o.model_dir, config, *rank.backend, plans.back(), progress,
-                                                    weight_dtype_for(o.dtype)));
-  }
-
-  CachePlanRequest plan;
-  plan.max_model_len = max_model_len;
-  plan.max_num_seqs = o.max_num_seqs;
-  plan.block_size = kBlockSize;
-  plan.kv_dtype = kv_dtype_for(o.dtype, *model.ranks[0].backend);
-  const size_t scratch = ModelRunner::scratch_bytes(*model.ranks[0].backend, config, eo.limits.max_num_batched_tokens,
-                                                    eo.limits.max_logit_rows, tp);
-  // Every rank holds the same blocks and slots, so the smallest budget decides; CPU ranks share one host.
-  size_t budget = SIZE_MAX;
-  for (int r = 0; r < local_ranks; ++r)
-    budget = std::min(budget, cache_budget(o, *model.ranks[size_t(r)].backend, scratch, r) / (cpu ? size_t(local_ranks) : 1));
-  plan.budget_bytes = budget;
-  const ModelConfig local = local_config(config, plans[0]);
-  CacheShape shape = plan_cache(local, plan);
-  log::info("cache: {} KV pages of {} tokens ({} tokens), {} GDN state slots, {}{}", shape.num_blocks, shape.block_size,
-            int64_t(shape.num_blocks) * shape.block_size, shape.num_state_slots,
-            format_bytes(double(CacheStorage::bytes_needed(local, shape))), tp > 1 ? " per rank" : "");
-
-  eo.limits.max_num_seqs = std::min(o.max_num_seqs, shape.num_state_slots);
+  eo.limits.max_logit_rows = capacity.max_logit_rows;
   eo.max_model_len = max_model_len;
   eo.max_waiting_requests = o.max_waiting_requests;
   eo.seed = o.seed;
   eo.eos_token_ids = o.random_weights ? std::vector<int32_t>{} : load_generation_defaults(o.model_dir).eos_token_ids;
-  for (int r = 0; r < local_ranks; ++r) {
-    RankInstance& rank = model.ranks[size_t(r)];
-    rank.cache = std::make_unique<CacheStorage>(*rank.backend, local_config(config, plans[size_t(r)]), shape);
-    rank.runner = std::make_unique<ModelRunner>(*rank.backend, config, std::move(weights[size_t(r)]),
-                                                *rank.cache, eo.limits.max_num_batched_tokens,
-                                                eo.limits.max_logit_rows, rank.comm.get());
+
+  LocalRanks ranks(o, std::move(config), make_communicators);
+  if (o.nnodes > 1) log::info("node 0 of {}: waiting for the other nodes on port {}", o.nnodes, o.master_port);
+  std::vector<NodeLink> followers = connect_nodes({o.nnodes, o.node_rank, o.master_addr, o.master_port});
+  ModelInstance model;
+  try {
+    if (!followers.empty()) check_follower_settings(followers, ranks.settings(capacity));
+    ranks.make_communicators(followers);
+    ranks.load_weights();
+    CachePlanRequest plan;
+    plan.max_model_len = max_model_len;
+    plan.max_num_seqs = o.max_num_seqs;
+    plan.block_size = kBlockSize;
+    plan.kv_dtype = ranks.kv_dtype();
+    const CacheShape shape = agree_cache_shape(followers, ranks.cache_budget(capacity), [&](size_t budget) {
+      plan.budget_bytes = budget;
+      return plan_cache(ranks.local_config(), plan);
+    });
+    model = ranks.finish(shape, capacity);
+  } catch (const Error& e) {
+    for (NodeLink& f : followers) f.send_failure(e.what());
+    throw;
   }
-  if (local_ranks > 1) {
-    // CPU ranks share the host's cores: each gets its part of the OpenMP threads.
-    const int per_rank = cpu ? std::max(1, omp_get_max_threads() / local_ranks) : omp_get_max_threads();
-    model.threads = std::make_unique<RankThreads>(local_ranks, [per_rank](int) { omp_set_num_threads(per_rank); });
+  if (!followers.empty()) {
+    log::info("node 0 of {}: every node is ready", o.nnodes);
+    model.followers = std::make_unique<StepBroadcaster>(std::move(followers), model.communicator_abort());
   }
+  eo.limits.max_num_seqs = std::min(o.max_num_seqs, model.ranks[0].cache->shape().num_state_slots);
   return std::make_unique<LlmEngine>(std::move(model), eo);
 }
 

@@ -3,10 +3,14 @@
 // scheduler, caches or backends directly.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "backend/backend.h"
+#include "comm/communicator.h"
 #include "engine/engine_api.h"
 
 namespace dcu {
@@ -16,8 +20,8 @@ struct EngineOptions {
   std::string device = "auto";            // auto | cpu | cuda | hip
   int tensor_parallel_size = 1;           // ranks over all nodes; one worker thread per local rank
   int nnodes = 1;                         // multi-host tensor parallelism (NCCL/RCCL builds)
-  int node_rank = 0;
-  std::string master_addr = "127.0.0.1";  // node 0's address for the rendezvous
+  int node_rank = 0;                      // 0 runs the engine; the others run_follower_node
+  std::string master_addr = "127.0.0.1";  // node 0's address: rendezvous, then its links to the other nodes
   int master_port = 29500;
   int max_model_len = 0;                  // 0: the model's max_position_embeddings
   int max_num_seqs = 256;                 // sequences running at once
@@ -30,8 +34,16 @@ struct EngineOptions {
   bool random_weights = false;            // dimensions from config.json, weights random (benchmarks)
 };
 
-// Loads the model and starts the engine thread. Throws dcu::Error with a clear message (bad model
-// folder, not enough memory, unsupported device).
-std::unique_ptr<Engine> create_engine(const EngineOptions& options);
+// Makes the communicators of this node's ranks: global ranks node_rank * n + i of tensor_parallel_size,
+// rank i on local_backends[i] (n = local_backends.size()). By default NCCL/RCCL on GPUs (across nodes:
+// node 0's id over the node links), else in-process; tests inject groups spanning simulated nodes.
+using CommunicatorFactory =
+    std::function<std::vector<std::unique_ptr<Communicator>>(const std::vector<Backend*>& local_backends)>;
+
+// Loads the model and starts the engine thread: on one node, or as node 0 of --nnodes (which waits for
+// the other nodes at master_addr:master_port; they run run_follower_node, engine/follower_node.h).
+// Throws dcu::Error with a clear message (bad model folder, not enough memory, unsupported device,
+// node_rank > 0, nodes that do not agree).
+std::unique_ptr<Engine> create_engine(const EngineOptions& options, const CommunicatorFactory& make_communicators = {});
 
 }  // namespace dcu

@@ -200,16 +200,9 @@ void LlmEngine::publish_counts() {
 }
 
 Tensor LlmEngine::step_model(std::span<const SequenceStep> steps) {
-  if (model_.ranks.size() == 1) return runner_->step(steps);
+  if (!model_.followers) return model_.step(steps);
   Tensor logits;
-  model_.threads->run(
-      [&](int rank) {
-        const Tensor out = model_.ranks[size_t(rank)].runner->step(steps);
-        if (rank == 0) logits = out;
-      },
-      [&] {  // a rank failed: the others must not wait for it in a collective
-        for (auto& r : model_.ranks) r.comm->abort();
-      });
+  model_.followers->run_step(steps, [&] { logits = model_.step(steps); });
   return logits;
 }
 

@@ -10,12 +10,10 @@
 #include <unordered_map>
 
 #include "cache/block_allocator.h"
-#include "comm/communicator.h"
-#include "comm/rank_threads.h"
 #include "engine/engine_api.h"
+#include "engine/model_instance.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
-#include "model/model_runner.h"
 #include "sampling/batch_sampler.h"
 
 namespace dcu {
@@ -26,21 +24,6 @@ struct LlmEngineOptions {
   int max_waiting_requests = 1024;
   uint64_t seed = 0;
   std::vector<int32_t> eos_token_ids;
-};
-
-// One tensor-parallel rank (the whole model at size 1). Members are destroyed in reverse order:
-// runner, communicator, caches, backend.
-struct RankInstance {
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<CacheStorage> cache;   // this rank's heads; the same blocks and slots on every rank
-  std::unique_ptr<Communicator> comm;    // null at size 1
-  std::unique_ptr<ModelRunner> runner;   // uses *backend, *cache and *comm
-};
-
-// What one engine drives: every rank steps the same scheduled work; sampling reads rank 0's logits.
-struct ModelInstance {
-  std::vector<RankInstance> ranks;
-  std::unique_ptr<RankThreads> threads;  // one worker thread per rank when there are several
 };
 
 class LlmEngine final : public Engine {
@@ -58,7 +41,7 @@ class LlmEngine final : public Engine {
   void loop();
   void drain_inbox();
   void run_step();
-  // One model step on every rank; rank 0's logits [R, V] in its backend's memory.
+  // One model step on every rank (of every node); rank 0's logits [R, V] in its backend's memory.
   Tensor step_model(std::span<const SequenceStep> steps);
   std::span<const int32_t> banned_tokens(const Sequence& s, std::vector<int32_t>& storage) const;
   void collect_prompt_logprobs(Sequence& s, const Tensor& logits, int first_row, int rows);

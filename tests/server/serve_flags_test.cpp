@@ -1,27 +1,37 @@
 // `dcuserve serve` flag parsing: vLLM's flags reach EngineOptions and the server settings. create_engine
-// is replaced by a stub that records the options and stops the command before any model loads.
+// and run_follower_node are replaced by stubs that record the options and stop the command before any
+// model loads.
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/engine_factory.h"
+#include "engine/follower_node.h"
 
 namespace dcu {
 
 namespace {
 std::optional<EngineOptions> g_options;
+bool g_follower = false;  // run_follower_node was called, not create_engine
 struct StopHere {};
 }  // namespace
 
-std::unique_ptr<Engine> create_engine(const EngineOptions& options) {
+std::unique_ptr<Engine> create_engine(const EngineOptions& options, const CommunicatorFactory&) {
   g_options = options;
+  g_follower = false;
+  throw StopHere{};
+}
+
+void run_follower_node(const EngineOptions& options, const CommunicatorFactory&) {
+  g_options = options;
+  g_follower = true;
   throw StopHere{};
 }
 
 namespace {
 
-// Parses `line` after "dcuserve serve"; true when it reached create_engine.
+// Parses `line` after "dcuserve serve"; true when it reached create_engine or run_follower_node.
 bool parse(const std::vector<std::string>& line) {
   g_options.reset();
   CLI::App app;
@@ -68,6 +78,21 @@ TEST(ServeFlags, EqualsFormAndDefaults) {
   EXPECT_FALSE(g_options->kv_cache_memory_bytes.has_value());
   ASSERT_TRUE(parse({}));  // the bundled demo model, found from the repository root
   EXPECT_NE(g_options->model_dir.find("dcuserve-demo"), std::string::npos);
+}
+
+TEST(ServeFlags, NodeZeroServesAndTheOtherNodesFollow) {
+  ASSERT_TRUE(parse(split("--tensor-parallel-size 4 --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 "
+                          "--master-port 29600")));
+  EXPECT_FALSE(g_follower);
+  EXPECT_EQ(g_options->nnodes, 2);
+  EXPECT_EQ(g_options->node_rank, 0);
+  ASSERT_TRUE(parse(split("--tensor-parallel-size 4 --nnodes 2 --node-rank 1 --master-addr 10.0.0.1 "
+                          "--master-port 29600")));
+  EXPECT_TRUE(g_follower);
+  EXPECT_EQ(g_options->tensor_parallel_size, 4);
+  EXPECT_EQ(g_options->node_rank, 1);
+  EXPECT_EQ(g_options->master_addr, "10.0.0.1");
+  EXPECT_EQ(g_options->master_port, 29600);
 }
 
 TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {

@@ -1,0 +1,243 @@
+#include "engine/local_ranks.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include "backend/gpu_backend_api.h"
+#include "comm/in_process_communicator.h"
+#include "comm/nccl_communicator.h"
+#include "comm/rendezvous.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/cache_plan.h"
+#include "engine/device.h"
+
+namespace dcu {
+namespace {
+
+constexpr size_t kDefaultCpuCacheBytes = size_t(4) << 30;
+
+// Host memory the kernel reports as available (MemAvailable), 0 when unknown.
+size_t available_host_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+// A progress line on a terminal, redrawn in place; nothing when stderr is not a terminal.
+LoadProgress terminal_progress() {
+  if (!::isatty(STDERR_FILENO)) return {};
+  return [last = -1](size_t done, size_t total) mutable {
+    const int percent = total ? int(100.0 * double(done) / double(total)) : 100;
+    if (percent == last) return;
+    last = percent;
+    std::fprintf(stderr, "\rloading weights: %3d%% (%s of %s)%s", percent, format_bytes(double(done)).c_str(),
+                 format_bytes(double(total)).c_str(), done == total ? "\n" : "");
+  };
+}
+
+// --dtype float16 stores weight matrices as f16 (the fast path of gfx906's v_dot2_f32_f16); otherwise
+// they stay as the checkpoint has them.
+std::optional<DType> weight_dtype_for(const std::string& dtype) {
+  if (dtype == "float16" || dtype == "half") return DType::F16;
+  return std::nullopt;
+}
+
+// Bytes for KV pages and state slots: exactly --kv-cache-memory-bytes when given; on a GPU, what is
+// left of total * --gpu-memory-utilization once weights (already loaded) and scratch are counted; on
+// the CPU, half the available memory up to 4 GiB.
+size_t cache_budget_of(const EngineOptions& o, const Backend& backend, size_t scratch_bytes, int device_index) {
+  if (o.kv_cache_memory_bytes) {
+    if (*o.kv_cache_memory_bytes <= 0) fail("--kv-cache-memory-bytes must be positive");
+    return size_t(*o.kv_cache_memory_bytes);
+  }
+  if (auto gpu = gpu_info(backend, device_index)) {
+    const double usable = double(gpu->total_memory) * o.gpu_memory_utilization;
+    const double used = double(gpu->total_memory - gpu->free_memory) + double(scratch_bytes);
+    if (usable <= used)
+      fail("--gpu-memory-utilization {} allows {} on {} but weights and scratch already take {}; raise it or use "
+           "more GPUs (--tensor-parallel-size)",
+           o.gpu_memory_utilization, format_bytes(usable), gpu->name, format_bytes(used));
+    return size_t(usable - used);
+  }
+  return std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory()) * 0.5));
+}
+
+// One backend per local rank, all CPUs or all GPUs (GPU i for local rank i).
+std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o, int local_ranks) {
+  std::vector<std::unique_ptr<Backend>> out;
+  out.push_back(make_backend(o.device, 0, o.dtype));
+  // Simulated CPU ranks only on request: `auto` on a machine without enough GPUs is an error, as in vLLM.
+  if (local_ranks > 1 && o.device == "auto" && out[0]->kind() == DeviceKind::Cpu)
+    fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}{} (add --device cpu to simulate the ranks on "
+         "the CPU)",
+         o.tensor_parallel_size, local_ranks, gpu_backend_compiled() ? list_gpu_devices().size() : 0,
+         gpu_backend_compiled() ? "" : " usable by this build");
+  if (local_ranks > 1 && out[0]->kind() != DeviceKind::Cpu) {
+    const int gpus = int(list_gpu_devices().size());
+    if (gpus < local_ranks)
+      fail("--tensor-parallel-size {} needs {} GPUs on this node; it has {} (use --device cpu to simulate ranks on "
+           "the CPU)",
+           o.tensor_parallel_size, local_ranks, gpus);
+  }
+  for (int r = 1; r < local_ranks; ++r)
+    out.push_back(out[0]->kind() == DeviceKind::Cpu ? make_cpu_backend() : make_backend(o.device, r, o.dtype));
+  return out;
+}
+
+// Fails before loading when one GPU's share of the weights cannot fit, saying what would.
+void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const std::vector<std::unique_ptr<Backend>>& backends) {
+  const double weight_bytes = double(config.parameter_count()) * 2.0;  // bf16/f16 checkpoints
+  const int tp = o.tensor_parallel_size;
+  for (size_t r = 0; r < backends.size(); ++r) {
+    auto gpu = gpu_info(*backends[r], int(r));
+    if (!gpu) return;
+    const double usable = double(gpu->total_memory) * o.gpu_memory_utilization -
+                          double(gpu->total_memory - gpu->free_memory);
+    if (weight_bytes / tp <= usable) continue;
+    std::string advice;
+    for (int n : valid_tensor_parallel_sizes(config, 64))
+      if (n > tp && weight_bytes / n <= usable) {
+        advice = fmt::format("use --tensor-parallel-size {} ({} GPUs like this one, {} of weights each)", n, n,
+                             format_bytes(weight_bytes / n));
+        break;
+      }
+    if (advice.empty()) advice = "no tensor-parallel size of this model makes them fit GPUs like this one";
+    fail("the weights need about {} per GPU at --tensor-parallel-size {} ({} in all), but GPU {} ({}) has {} usable "
+         "at --gpu-memory-utilization {}; {}, or use GPUs with at least {} free",
+         format_bytes(weight_bytes / tp), tp, format_bytes(weight_bytes), gpu->index, gpu->name,
+         format_bytes(std::max(0.0, usable)), o.gpu_memory_utilization, advice,
+         format_bytes(weight_bytes / tp / o.gpu_memory_utilization));
+  }
+}
+
+}  // namespace
+
+StepCapacity step_capacity(const EngineOptions& o) {
+  return {o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 2048, std::max(256, o.max_num_seqs + 1)};
+}
+
+ModelConfig model_config_for(const EngineOptions& o) {
+  if (o.random_weights) {
+    if (auto builtin = builtin_config(o.model_dir)) return *builtin;
+  }
+  return load_model_config(o.model_dir);
+}
+
+void check_group_options(const EngineOptions& o, const ModelConfig& config) {
+  check_tensor_parallel(config, o.tensor_parallel_size);
+  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
+    fail("--node-rank {} must be in 0..--nnodes - 1 ({})", o.node_rank, o.nnodes - 1);
+  if (o.tensor_parallel_size % o.nnodes != 0)
+    fail("--tensor-parallel-size {} must be a multiple of --nnodes {}", o.tensor_parallel_size, o.nnodes);
+}
+
+LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorFactory make_communicators)
+    : options_(o), config_(std::move(config)), make_communicators_(std::move(make_communicators)) {
+  const int local_ranks = o.tensor_parallel_size / o.nnodes;
+  backends_ = make_rank_backends(o, local_ranks);
+  const bool gpu = backends_[0]->kind() != DeviceKind::Cpu;
+  if (o.nnodes > 1 && !make_communicators_ && !(gpu && nccl_compiled()))
+    fail("--nnodes {}: the ranks of several hosts meet through NCCL (CUDA) or RCCL (HIP); {}", o.nnodes,
+         gpu ? "this build has neither" : "simulated CPU ranks cannot span hosts (use --device cuda or hip)");
+  check_weights_fit(o, config_, backends_);
+  for (int r = 0; r < local_ranks; ++r)
+    plans_.push_back(shard_plan(config_, o.node_rank * local_ranks + r, o.tensor_parallel_size));
+  local_config_ = dcu::local_config(config_, plans_[0]);
+}
+
+DType LocalRanks::kv_dtype() const {
+  const std::string& dtype = options_.dtype;
+  if (backends_[0]->kind() == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention reads f32
+  if (dtype == "float16" || dtype == "half") return DType::F16;
+  return DType::BF16;
+}
+
+NodeSettings LocalRanks::settings(const StepCapacity& capacity) const {
+  return {options_.tensor_parallel_size, capacity.max_tokens, capacity.max_logit_rows, int32_t(kv_dtype()),
+          config_.parameter_count()};
+}
+
+void LocalRanks::make_communicators(std::vector<NodeLink>& links) {
+  if (options_.tensor_parallel_size == 1) return;
+  std::vector<Backend*> raw;
+  for (auto& b : backends_) raw.push_back(b.get());
+  const bool gpu = backends_[0]->kind() != DeviceKind::Cpu;
+  if (make_communicators_) {
+    comms_ = make_communicators_(raw);
+  } else if (gpu && nccl_compiled()) {
+    NcclGroupOptions g;
+    for (int r = 0; r < size(); ++r) g.devices.push_back(r);
+    g.first_rank = options_.node_rank * size();
+    g.world_size = options_.tensor_parallel_size;
+    if (!links.empty())
+      g.share_id = [&links, node_rank = options_.node_rank](const std::vector<char>& id) {
+        return share_from_node0(links, node_rank, id);
+      };
+    comms_ = make_nccl_communicators(g, raw);
+  } else {
+    if (gpu) log::warn("this build has no NCCL/RCCL: tensor-parallel collectives go through host memory (slow)");
+    comms_ = make_in_process_communicators(raw);
+  }
+  DCU_CHECK(int(comms_.size()) == size());
+}
+
+void LocalRanks::load_weights() {
+  const EngineOptions& o = options_;
+  for (int r = 0; r < size(); ++r) {
+    Backend& backend = *backends_[size_t(r)];
+    const LoadProgress progress = r == 0 ? terminal_progress() : LoadProgress{};
+    if (o.tensor_parallel_size > 1) log::info("loading rank {} of {}", plans_[size_t(r)].rank, o.tensor_parallel_size);
+    const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
+    weights_.push_back(o.random_weights
+                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)])
+                           : dcu::load_weights(o.model_dir, config_, backend, plans_[size_t(r)], progress,
+                                          weight_dtype_for(o.dtype)));
+  }
+}
+
+size_t LocalRanks::cache_budget(const StepCapacity& capacity) const {
+  const bool cpu = backends_[0]->kind() == DeviceKind::Cpu;
+  const size_t scratch = ModelRunner::scratch_bytes(*backends_[0], config_, capacity.max_tokens,
+                                                    capacity.max_logit_rows, options_.tensor_parallel_size);
+  // Every rank holds the same blocks and slots, so the smallest budget decides; CPU ranks share one host.
+  size_t budget = SIZE_MAX;
+  for (int r = 0; r < size(); ++r)
+    budget = std::min(budget, cache_budget_of(options_, *backends_[size_t(r)], scratch, r) / (cpu ? size_t(size()) : 1));
+  return budget;
+}
+
+ModelInstance LocalRanks::finish(const CacheShape& shape, const StepCapacity& capacity) {
+  DCU_CHECK(int(weights_.size()) == size());
+  const int tp = options_.tensor_parallel_size;
+  log::info("cache: {} KV pages of {} tokens ({} tokens), {} GDN state slots, {}{}", shape.num_blocks, shape.block_size,
+            int64_t(shape.num_blocks) * shape.block_size, shape.num_state_slots,
+            format_bytes(double(CacheStorage::bytes_needed(local_config_, shape))), tp > 1 ? " per rank" : "");
+  ModelInstance model;
+  model.ranks.resize(size_t(size()));
+  const bool cpu = backends_[0]->kind() == DeviceKind::Cpu;
+  for (int r = 0; r < size(); ++r) {
+    RankInstance& rank = model.ranks[size_t(r)];
+    rank.backend = std::move(backends_[size_t(r)]);
+    if (tp > 1) rank.comm = std::move(comms_[size_t(r)]);
+    rank.cache = std::make_unique<CacheStorage>(*rank.backend, dcu::local_config(config_, plans_[size_t(r)]), shape);
+    rank.runner = std::make_unique<ModelRunner>(*rank.backend, config_, std::move(weights_[size_t(r)]), *rank.cache,
+                                                capacity.max_tokens, capacity.max_logit_rows, rank.comm.get());
+  }
+  if (size() > 1) {
+    // CPU ranks share the host's cores: each gets its part of the OpenMP threads.
+    const int per_rank = cpu ? std::max(1, omp_get_max_threads() / size()) : omp_get_max_threads();
+    model.threads = std::make_unique<RankThreads>(size(), [per_rank](int) { omp_set_num_threads(per_rank); });
+  }
+  return model;
+}
+
+}  // namespace dcu
