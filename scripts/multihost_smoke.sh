@@ -22,6 +22,7 @@ TP1_PORT=${TP1_PORT:-18101}
 NODE0_PORT=${NODE0_PORT:-18102}
 MASTER_PORT=${MASTER_PORT:-29561}
 LOG_DIR=${LOG_DIR:-$(mktemp -d)}
+mkdir -p "$LOG_DIR"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # no NVLink multicast (not available on every machine)
 PROMPTS=("The capital of France is" "Define compiler." "def fibonacci(n):" "Once upon a time, in a small village,")
 echo "logs in $LOG_DIR"
