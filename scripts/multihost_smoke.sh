@@ -58,20 +58,6 @@ wait_healthy() {
   die "$name did not become healthy in 10 minutes"
 }
 
-# stop PID NAME: SIGTERM and the exit status (60 s at most).
-stop() {
-  local pid=$1 name=$2
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 60); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 1
-  done
-  kill -0 "$pid" 2>/dev/null && die "$name did not stop within 60 s of SIGTERM"
-  local status=0
-  wait "$pid" || status=$?
-  return "$status"
-}
-
 # wait_exit PID NAME: the exit status of a process that should stop by itself (60 s at most).
 wait_exit() {
   local pid=$1 name=$2
@@ -83,6 +69,12 @@ wait_exit() {
   local status=0
   wait "$pid" || status=$?
   return "$status"
+}
+
+# stop PID NAME: SIGTERM and the exit status (60 s at most).
+stop() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait_exit "$1" "$2"
 }
 
 # request PORT PROMPT MAX_TOKENS: prints "HTTP_CODE<TAB>TEXT_OR_ERROR"; 60 s at most.

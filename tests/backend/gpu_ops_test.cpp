@@ -298,7 +298,7 @@ TEST_P(GpuOps, GdnDeltaRule) {
 // Sampling's logit ops: the summary must pick the same ids in the same order as the CPU (exact
 // values, ties by lower id), with sums within 1e-5; adjustments and column copies are exact.
 TEST_P(GpuOps, LogitOps) {
-  for (int64_t V : {248320, 1001, 64}) {
+  for (int64_t V : {248320, 50001, 1001, 64}) {  // 248320, 50001: several segments per row
     const int64_t R = 5;
     HostTensor logits(DType::F32, {R, V});
     logits.random(rng, -20, 20);

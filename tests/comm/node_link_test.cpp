@@ -18,15 +18,8 @@ namespace dcu {
 namespace {
 
 using testing::connect_node_pair;
+using testing::error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(NodeLink, MessagesTravelBothWaysInOrder) {
   auto [a, b] = connect_node_pair();

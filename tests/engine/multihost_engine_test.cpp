@@ -14,24 +14,15 @@
 #include "engine/engine_factory.h"
 #include "engine/follower_node.h"
 #include "support/event_collector.h"
+#include "support/tiny_engine_options.h"
 #include "support/model_fixture.h"
 #include "support/test_port.h"
 
 namespace dcu {
 namespace {
 
-const std::string kModel = "tests/data/tiny-qwen35";
-
-EngineOptions options(int tensor_parallel_size) {
-  EngineOptions o;
-  o.model_dir = kModel;
-  o.device = "cpu";
-  o.tensor_parallel_size = tensor_parallel_size;
-  o.max_model_len = 256;
-  o.max_num_seqs = 8;
-  o.max_num_batched_tokens = 64;  // prompts are prefilled in chunks, mixed with decodes
-  return o;
-}
+const std::string& kModel = testing::kTinyModel;
+EngineOptions options(int tensor_parallel_size) { return testing::tiny_engine_options(tensor_parallel_size); }
 
 EngineOptions node_options(int node_rank, int port) {
   EngineOptions o = options(2);

@@ -18,15 +18,8 @@ namespace dcu {
 namespace {
 
 using testing::connect_node_pair;
+using testing::error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // A rank's communicators, as far as the channel sees them: abort() releases a rank that waits in a
 // collective, which then throws (as the real communicators do).

@@ -12,22 +12,13 @@
 #include "core/error.h"
 #include "engine/engine_factory.h"
 #include "support/event_collector.h"
+#include "support/tiny_engine_options.h"
 
 namespace dcu {
 namespace {
 
-const std::string kModel = "tests/data/tiny-qwen35";
-
-EngineOptions options(int tp) {
-  EngineOptions o;
-  o.model_dir = kModel;
-  o.device = "cpu";
-  o.tensor_parallel_size = tp;
-  o.max_model_len = 256;
-  o.max_num_seqs = 8;
-  o.max_num_batched_tokens = 64;  // prompts are prefilled in chunks, mixed with decodes
-  return o;
-}
+const std::string& kModel = testing::kTinyModel;
+EngineOptions options(int tensor_parallel_size) { return testing::tiny_engine_options(tensor_parallel_size); }
 
 TEST(TensorParallelEngine, TwoCpuRanksReproduceReferenceGreedy) {
   auto engine = create_engine(options(2));

@@ -240,7 +240,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     DCU_CHECK(k >= 1 && k <= std::min<int64_t>(logits.cols(), kMaxLogitCandidates));
     gpu::launch_logit_summary(launch(), logits.as<float>(), logits.cols(), rows.as<int32_t>(),
                               inv_temperature.as<float>(), n, int(k), top_values.as<float>(), top_ids.as<int32_t>(),
-                              stats.as<float>());
+                              stats.as<float>(), *this);
   }
   void copy_columns(const Tensor& x, Tensor out, int64_t column) override {
     DCU_CHECK(f32(x) && f32(out) && out.rows() == x.rows() && column >= 0 && column + x.cols() <= out.cols());

@@ -137,7 +137,7 @@ constexpr int kMaxSummaryCandidates = 1024;
 // logits [R, V]; rows, inv_temperature [n]; top_values, top_ids [n, k]; stats [n, 2]
 void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const int32_t* rows,
                           const float* inv_temperature, int64_t n, int k, float* top_values, int32_t* top_ids,
-                          float* stats);
+                          float* stats, Scratch& scratch);
 // x [R, w] into columns column.. of out [R, W]
 void launch_copy_columns(const Launch& l, const float* x, int64_t R, int64_t w, float* out, int64_t W,
                          int64_t column);

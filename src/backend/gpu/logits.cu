@@ -1,8 +1,10 @@
 // Logit processing for sampling on the device: penalties and bans, the per-row top-k (radix select
-// over order-preserving integer keys, then a bitonic sort on chip) with the softmax statistics, and
-// the column copy for tensor-parallel logits. Shared memory and barriers only, no warp shuffles: no
+// over order-preserving integer keys, then a bitonic sort on chip) with the softmax statistics, in two
+// phases (each segment of a row, then the segments merged), and the column copy for tensor-parallel
+// logits. Shared memory and barriers only, no warp shuffles: no
 // logic here depends on the lane count.
 
+#include <algorithm>
 #include <climits>
 
 #include "backend/gpu/kernels.h"
@@ -13,6 +15,9 @@ namespace {
 constexpr int kThreads = 512;  // a power of two (tree reductions)
 constexpr int kRadixBits = 8;
 constexpr int kRadixBins = 1 << kRadixBits;
+// A row is summarised in segments of at least this many values, one block each, then merged.
+constexpr int64_t kSegmentValues = 8192;
+constexpr int64_t kMaxSegments = 32;
 
 // grid (E / kThreads).   logits [R, V]; targets, factors [E, 2]
 __global__ void adjust_logits_kernel(float* logits, int64_t V, const int32_t* targets, const float* factors,
@@ -140,57 +145,26 @@ __device__ __forceinline__ bool before(uint32_t ka, int32_t ia, uint32_t kb, int
   return ka > kb || (ka == kb && ia < ib);
 }
 
-// grid (n).   logits [R, V]; rows, inv_temperature [n]; top_values, top_ids [n, k]; stats [n, 2]
-__global__ void __launch_bounds__(kThreads)
-    logit_summary_kernel(const float* __restrict__ logits, int64_t V, const int32_t* rows, const float* inv_temperature, int k,
-                         float* top_values, int32_t* top_ids, float* stats) {
-  __shared__ SummaryShared sh;
+__device__ __forceinline__ float from_order_key(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+// The k largest of values[0..count) (k <= count, k <= kMaxSummaryCandidates), largest first and equal
+// values by lower id, into out_values / out_ids [k]. Element j's id is ids[j], or id_base + j when ids
+// is null; ids must grow with j among equal values (true of both callers). Every thread calls it.
+__device__ void select_top_k(const float* __restrict__ values, const int32_t* __restrict__ ids, int64_t id_base,
+                             int64_t count, int k, SummaryShared& sh, float* out_values, int32_t* out_ids) {
   const int t = threadIdx.x;
-  const int64_t i = blockIdx.x;
-  const float* row = logits + int64_t(rows[i]) * V;
-  const float inv_t = inv_temperature[i];
+  auto id_of = [&](int64_t j) { return ids ? ids[j] : int32_t(id_base + j); };
 
-  // 1. max, argmax and both exponential sums in one pass (running rescale).
-  RowStats s{-INFINITY, INT_MAX, 0.0f, 0.0f};
-  for_each_value(row, V, [&](int64_t j, float x) {
-    if (x > s.max) {
-      if (s.max != -INFINITY) {
-        const float d = s.max - x;
-        s.sum *= expf(d);
-        s.mass *= expf(d * inv_t);
-      }
-      s.max = x;
-      s.arg = int32_t(j);
-    }
-    if (s.max != -INFINITY) {
-      s.sum += expf(x - s.max);
-      s.mass += expf((x - s.max) * inv_t);
-    }
-  });
-  sh.stats[t] = s;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (t < half) sh.stats[t] = merge(sh.stats[t], sh.stats[t + half], inv_t);
-    __syncthreads();
-  }
-  const RowStats total = sh.stats[0];
-  if (t == 0) {
-    stats[2 * i] = total.max + logf(total.sum);
-    stats[2 * i + 1] = total.mass;
-  }
-  if (k == 1) {
-    if (t == 0) top_values[i] = total.max, top_ids[i] = total.arg == INT_MAX ? 0 : total.arg;
-    return;
-  }
-
-  // 2. The k-th largest key, 8 bits at a time from the top: each pass counts the digits of the keys
-  //    that share the prefix chosen so far.
+  // The k-th largest key, 8 bits at a time from the top: each pass counts the digits of the keys that
+  // share the prefix chosen so far.
   uint32_t prefix = 0, mask = 0, remaining = uint32_t(k);
   for (int shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
     for (int b = t; b < kRadixBins; b += kThreads) sh.hist[b] = 0;
     __syncthreads();
     DigitCounts counts;
-    for_each_value(row, V, [&](int64_t, float x) {
+    for_each_value(values, count, [&](int64_t, float x) {
       const uint32_t key = order_key(x);
       if ((key & mask) == prefix) counts.add((key >> shift) & (kRadixBins - 1), sh.hist);
     });
@@ -211,14 +185,14 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t kth = prefix;
   const uint32_t ties = remaining, above = uint32_t(k) - remaining;  // keys equal to kth to take; keys above it
 
-  // 3. Gather the candidates: each thread scans its own contiguous segment, so the equal keys taken
-  //    are those of the lowest ids.
-  const int64_t seg = (V + kThreads - 1) / kThreads, begin = t * seg < V ? t * seg : V,
-                end = begin + seg < V ? begin + seg : V;
+  // Gather them: each thread scans its own contiguous part, so the equal keys taken are the first ones
+  // (the lowest ids).
+  const int64_t part = (count + kThreads - 1) / kThreads, begin = t * part < count ? t * part : count,
+                end = begin + part < count ? begin + part : count;
   uint32_t n_above = 0, n_equal = 0;
 #pragma unroll 8
   for (int64_t j = begin; j < end; ++j) {
-    const uint32_t key = order_key(row[j]);
+    const uint32_t key = order_key(values[j]);
     n_above += key > kth;
     n_equal += key == kth;
   }
@@ -229,11 +203,11 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t at_above = sh.count_above[t] - n_above, at_equal = sh.count_equal[t] - n_equal;
 #pragma unroll 8
   for (int64_t j = begin; j < end; ++j) {
-    const uint32_t key = order_key(row[j]);
+    const uint32_t key = order_key(values[j]);
     if (key > kth) {
-      sh.key[at_above] = key, sh.id[at_above] = int32_t(j), ++at_above;
+      sh.key[at_above] = key, sh.id[at_above] = id_of(j), ++at_above;
     } else if (key == kth && at_equal < ties) {
-      sh.key[above + at_equal] = key, sh.id[above + at_equal] = int32_t(j), ++at_equal;
+      sh.key[above + at_equal] = key, sh.id[above + at_equal] = id_of(j), ++at_equal;
     }
   }
   int size = 1;
@@ -241,7 +215,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = k + t; j < size; j += kThreads) sh.key[j] = 0, sh.id[j] = INT_MAX;  // sorts last
   __syncthreads();
 
-  // 4. Bitonic sort of the candidates, largest first, equal keys by lower id.
+  // Bitonic sort, largest first, equal keys by lower id.
   for (int block = 2; block <= size; block *= 2) {
     for (int stride = block / 2; stride > 0; stride /= 2) {
       for (int a = t; a < size; a += kThreads) {
@@ -260,10 +234,83 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
     }
   }
-  for (int j = t; j < k; j += kThreads) {
-    top_values[i * k + j] = row[sh.id[j]];
-    top_ids[i * k + j] = sh.id[j];
+  for (int j = t; j < k; j += kThreads) out_values[j] = from_order_key(sh.key[j]), out_ids[j] = sh.id[j];
+}
+
+// Phase 1, grid (n, P): segment p of row rows[i] (`length` values from p * length, the last one
+// shorter). Its softmax statistics go to part_stats[i, p]; when k > 1 its k largest (fewer when the
+// segment is shorter; the rest -inf) to part_values / part_ids [i, p, k].
+__global__ void __launch_bounds__(kThreads)
+    segment_summary_kernel(const float* __restrict__ logits, int64_t V, int64_t length, const int32_t* rows,
+                           const float* inv_temperature, int k, RowStats* part_stats, float* part_values,
+                           int32_t* part_ids) {
+  __shared__ SummaryShared sh;
+  const int t = threadIdx.x;
+  const int64_t i = blockIdx.x, p = blockIdx.y, P = gridDim.y;
+  const int64_t begin = p * length, count = (begin + length < V ? begin + length : V) - begin;
+  const float* segment = logits + int64_t(rows[i]) * V + begin;
+  const float inv_t = inv_temperature[i];
+
+  // max, argmax and both exponential sums in one pass (running rescale).
+  RowStats s{-INFINITY, INT_MAX, 0.0f, 0.0f};
+  for_each_value(segment, count, [&](int64_t j, float x) {
+    if (x > s.max) {
+      if (s.max != -INFINITY) {
+        const float d = s.max - x;
+        s.sum *= expf(d);
+        s.mass *= expf(d * inv_t);
+      }
+      s.max = x;
+      s.arg = int32_t(begin + j);
+    }
+    if (s.max != -INFINITY) {
+      s.sum += expf(x - s.max);
+      s.mass += expf((x - s.max) * inv_t);
+    }
+  });
+  sh.stats[t] = s;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (t < half) sh.stats[t] = merge(sh.stats[t], sh.stats[t + half], inv_t);
+    __syncthreads();
   }
+  if (t == 0) part_stats[i * P + p] = sh.stats[0];
+  if (k == 1) return;
+  const int taken = count < k ? int(count) : k;
+  float* values = part_values + (i * P + p) * k;
+  int32_t* ids = part_ids + (i * P + p) * k;
+  if (taken > 0) select_top_k(segment, nullptr, begin, count, taken, sh, values, ids);
+  for (int j = taken + t; j < k; j += kThreads) values[j] = -INFINITY, ids[j] = INT_MAX;
+}
+
+// Phase 2, grid (n): the segments' statistics merged, and the k largest of their P * k candidates.
+__global__ void __launch_bounds__(kThreads)
+    merge_summary_kernel(const RowStats* part_stats, const float* part_values, const int32_t* part_ids, int P,
+                         const float* inv_temperature, int k, float* top_values, int32_t* top_ids, float* stats) {
+  __shared__ SummaryShared sh;
+  const int t = threadIdx.x;
+  const int64_t i = blockIdx.x;
+  const float inv_t = inv_temperature[i];
+  RowStats s{-INFINITY, INT_MAX, 0.0f, 0.0f};
+  for (int p = t; p < P; p += kThreads) s = merge(s, part_stats[i * P + p], inv_t);
+  sh.stats[t] = s;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (t < half) sh.stats[t] = merge(sh.stats[t], sh.stats[t + half], inv_t);
+    __syncthreads();
+  }
+  const RowStats total = sh.stats[0];
+  if (t == 0) {
+    stats[2 * i] = total.max + logf(total.sum);
+    stats[2 * i + 1] = total.mass;
+  }
+  if (k == 1) {
+    if (t == 0) top_values[i] = total.max, top_ids[i] = total.arg == INT_MAX ? 0 : total.arg;
+    return;
+  }
+  // Candidates lie segment after segment, each segment's sorted: equal values appear by growing id.
+  select_top_k(part_values + i * P * k, part_ids + i * P * k, 0, int64_t(P) * k, k, sh, top_values + i * k,
+               top_ids + i * k);
 }
 
 // grid (R).   x [R, w], out [R, W]
@@ -284,10 +331,21 @@ void launch_adjust_logits(const Launch& l, float* logits, int64_t V, const int32
 
 void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const int32_t* rows,
                           const float* inv_temperature, int64_t n, int k, float* top_values, int32_t* top_ids,
-                          float* stats) {
+                          float* stats, Scratch& scratch) {
   if (n == 0) return;
-  logit_summary_kernel<<<unsigned(n), kThreads, 0, l.stream>>>(logits, V, rows, inv_temperature, k, top_values,
-                                                               top_ids, stats);
+  // Segments of at least kSegmentValues (a multiple of 4: 16-byte loads stay aligned), at most 32.
+  const int64_t P = std::max<int64_t>(1, std::min<int64_t>(kMaxSegments, V / kSegmentValues));
+  const int64_t length = ((V + P - 1) / P + 3) / 4 * 4;
+  const int64_t k_part = k == 1 ? 0 : k;
+  char* base = static_cast<char*>(scratch.get(size_t(n * P) * (sizeof(RowStats) + size_t(k_part) * 8)));
+  auto* part_stats = reinterpret_cast<RowStats*>(base);
+  auto* part_values = reinterpret_cast<float*>(base + n * P * sizeof(RowStats));
+  auto* part_ids = reinterpret_cast<int32_t*>(part_values + n * P * k_part);
+  segment_summary_kernel<<<dim3(unsigned(n), unsigned(P)), kThreads, 0, l.stream>>>(
+      logits, V, length, rows, inv_temperature, k, part_stats, part_values, part_ids);
+  GPU_CHECK_LAUNCH();
+  merge_summary_kernel<<<unsigned(n), kThreads, 0, l.stream>>>(part_stats, part_values, part_ids, int(P),
+                                                               inv_temperature, k, top_values, top_ids, stats);
   GPU_CHECK_LAUNCH();
 }
 
