@@ -12,6 +12,8 @@
 
 #if defined(DCUSERVE_CUDA)
 #include <cublas_v2.h>
+#elif defined(DCUSERVE_ROCBLAS)
+#include <rocblas/rocblas.h>
 #endif
 
 namespace dcu {
@@ -40,6 +42,11 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     if (options.gemv_max_tokens < 1 || options.gemv_max_tokens > gpu::kGemvMaxTokens)
       fail("gemv_max_tokens {} is outside 1..{}", options.gemv_max_tokens, gpu::kGemvMaxTokens);
     gemv_max_tokens_ = options.gemv_max_tokens;
+#if defined(DCUSERVE_HIP)
+    // The 4-row limit of the bf16/f16 mode is where cuBLAS's tensor cores overtake the GEMV on an
+    // H200; gfx906 has no matrix cores, so decode batches keep the GEMV up to its 16 rows.
+    gemv_max_tokens_ = int(gpu::kGemvMaxTokens);
+#endif
 #if defined(DCUSERVE_CUDA)
     tensor_cores_ = options.vendor_blas && options.tensor_core_decode;
 #endif
@@ -48,6 +55,14 @@ class GpuBackend final : public Backend, private gpu::Scratch {
       cublasHandle_t handle = nullptr;
       if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised on GPU {}", device_);
       cublasSetStream(handle, stream_);
+      blas_ = handle;
+    }
+#elif defined(DCUSERVE_ROCBLAS)
+    if (options.vendor_blas) {
+      rocblas_handle handle = nullptr;
+      if (rocblas_create_handle(&handle) != rocblas_status_success)
+        fail("rocBLAS could not be initialised on GPU {}", device_);
+      rocblas_set_stream(handle, stream_);
       blas_ = handle;
     }
 #endif
@@ -63,6 +78,8 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     (void)gpuStreamSynchronize(stream_);
 #if defined(DCUSERVE_CUDA)
     if (blas_) (void)cublasDestroy(static_cast<cublasHandle_t>(blas_));
+#elif defined(DCUSERVE_ROCBLAS)
+    if (blas_) (void)rocblas_destroy_handle(static_cast<rocblas_handle>(blas_));
 #endif
     if (scratch_) (void)gpuFree(scratch_);
     (void)gpuStreamDestroy(stream_);

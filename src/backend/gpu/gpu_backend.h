@@ -25,10 +25,12 @@ struct GpuBackendOptions {
   // CUDA builds: matmuls of bf16/f16 weights with more than gemv_max_tokens rows go to cuBLAS (tensor
   // cores, activations split into two 16-bit parts, f32 accumulation): the bf16/f16 precision mode,
   // logits within 1e-2 of an f32 reference. Off: the portable f32 kernels everywhere (within 1e-3).
-  // HIP builds ignore it (no rocBLAS in Debian). See gpu_options_for_dtype().
+  // HIP builds that find rocBLAS (Hygon DTK, ROCm) do the same for F16 weights; without it (Debian)
+  // they ignore it. See gpu_options_for_dtype().
   bool vendor_blas = true;
   // Matmuls with at most this many token rows (1..16) use the bandwidth-bound GEMV; narrow matrices
-  // (at most 1,024 output rows) use it up to 16 rows regardless (see use_gemv in matmul.cu).
+  // (at most 1,024 output rows) use it up to 16 rows regardless (see use_gemv in matmul.cu). HIP
+  // builds always use 16 (no matrix cores to hand the rows to).
   int gemv_max_tokens = 16;
   // CUDA builds with vendor_blas: matmuls of 16-bit weights above the GEMV and up to 32 rows run on
   // the tensor-core kernel (weights read once, activations split hi + lo in registers) instead of

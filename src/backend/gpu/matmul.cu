@@ -10,11 +10,15 @@
 //    of matmul_tensor_core.cu (hi + lo split in registers, weights read once); beyond, the activations
 //    are split into a high and a low part in the weight's 16-bit type (x = hi + lo) and two
 //    cublasGemmEx calls run on tensor cores with f32 accumulation and output.
+//  - larger T, HIP builds that find rocBLAS (Hygon DTK, ROCm), F16 weights: the same split and two
+//    rocblas_gemm_ex calls. Debian has no rocBLAS, so CI builds the portable path only.
 
 #include "backend/gpu/kernels.h"
 
 #if defined(DCUSERVE_CUDA)
 #include <cublas_v2.h>
+#elif defined(DCUSERVE_ROCBLAS)
+#include <rocblas/rocblas.h>
 #endif
 
 namespace dcu::gpu {
@@ -211,7 +215,7 @@ void launch_gemv(const Launch& l, const MatmulArgs& a) {
   else go(std::integral_constant<int, kGemvMaxTokens>{});
 }
 
-#if defined(DCUSERVE_CUDA)
+#if defined(DCUSERVE_CUDA) || defined(DCUSERVE_ROCBLAS)
 // x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even).
 template <typename H>
 __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
@@ -223,6 +227,9 @@ __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
   }
 }
 
+#endif
+
+#if defined(DCUSERVE_CUDA)
 #define CUBLAS_CHECK(expr)                                                                   \
   do {                                                                                       \
     cublasStatus_t st_ = (expr);                                                             \
@@ -247,6 +254,32 @@ void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
     CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(a.N), int(a.T), int(a.K), &one, a.w, type,
                               int(a.K), part == 0 ? hi : lo, type, int(a.K), part == 0 ? &zero : &one, a.y,
                               CUDA_R_32F, int(a.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+#elif defined(DCUSERVE_ROCBLAS)
+#define ROCBLAS_CHECK(expr)                                                                  \
+  do {                                                                                       \
+    rocblas_status st_ = (expr);                                                             \
+    if (st_ != rocblas_status_success) fail_call(#expr, __FILE__, __LINE__, rocblas_status_to_string(st_)); \
+  } while (0)
+
+// The same two GEMMs through rocBLAS (Hygon DTK / ROCm builds that find it): F16 weights only, the
+// type gfx906 multiplies natively (--dtype float16).
+void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
+  const int64_t n = a.T * a.K;
+  F16* hi = static_cast<F16*>(scratch.get(size_t(2 * n) * sizeof(F16)));
+  F16* lo = hi + n;
+  split_kernel<F16><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, l.stream>>>(a.x, hi, lo, n);
+  GPU_CHECK_LAUNCH();
+  auto handle = static_cast<rocblas_handle>(l.blas);
+  ROCBLAS_CHECK(rocblas_set_stream(handle, l.stream));
+  // Row-major y[T, N] = x[T, K] w[N, K]^T is column-major y^T[N, T] = w^T . x^T.
+  const float one = 1.0f, zero = 0.0f;
+  for (int part = 0; part < 2; ++part)
+    ROCBLAS_CHECK(rocblas_gemm_ex(handle, rocblas_operation_transpose, rocblas_operation_none, int(a.N), int(a.T),
+                                  int(a.K), &one, a.w, rocblas_datatype_f16_r, int(a.K), part == 0 ? hi : lo,
+                                  rocblas_datatype_f16_r, int(a.K), part == 0 ? &zero : &one, a.y,
+                                  rocblas_datatype_f32_r, int(a.N), a.y, rocblas_datatype_f32_r, int(a.N),
+                                  rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0));
 }
 #endif
 
@@ -277,6 +310,10 @@ void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
     if constexpr (!std::is_same_v<W, float>) {
       if (l.tensor_cores && tensor_core_matmul_fits(a)) return launch_tensor_core_matmul(l, a);
       if (l.blas) return blas_matmul<W>(l, a, scratch);
+    }
+#elif defined(DCUSERVE_ROCBLAS)
+    if constexpr (std::is_same_v<W, F16>) {
+      if (l.blas) return blas_matmul_f16(l, a, scratch);
     }
 #endif
     const dim3 grid(blocks_for(a.N, kTile), blocks_for(a.T, kTile));
