@@ -124,7 +124,7 @@ TEST_P(GpuOps, MatmulWithVendorBlas) {
       {8, 5120, 1024, DType::BF16}, {8, 640, 1100, DType::BF16},    {16, 5120, 48, DType::BF16},
       {5, 512, 16400, DType::BF16}, {8, 5120, 1100, DType::BF16},   {13, 768, 300, DType::F16},
       {32, 17408, 640, DType::BF16}, {17, 1024, 2000, DType::F16},  {32, 256, 17000, DType::F16},
-      {2, 5120, 2048, DType::BF16}};
+      {2, 5120, 2048, DType::BF16}, {6, 512, 70000, DType::BF16}};  // the last: no K split
   for (int gemv_max : {16, 4})
     for (bool tensor_cores : {true, false}) {
       GpuBackendOptions o = gpu_options_for_dtype("bfloat16", GetParam());

@@ -57,13 +57,15 @@ struct MatmulArgs {
 // The GEMV kernel (weights streamed once for all rows) handles at most this many token rows.
 constexpr int64_t kGemvMaxTokens = 16;
 void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
+// x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo.
+void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type);
 
 // ---- matmul_tensor_core.cu (CUDA only) -----------------------------------------------------------
 // Decode batches of 16-bit weights on tensor cores, weights read once (the vendor-BLAS mode's path
 // between the GEMV and cuBLAS).
 constexpr int64_t kTensorCoreMaxTokens = 32;
 bool tensor_core_matmul_fits(const MatmulArgs& a);  // dtype, T, K multiple of 256, 16-byte alignment
-void launch_tensor_core_matmul(const Launch& l, const MatmulArgs& a);
+void launch_tensor_core_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
 
 // ---- attention.cu --------------------------------------------------------------------------------
 struct AttentionPrepArgs {

@@ -215,7 +215,6 @@ void launch_gemv(const Launch& l, const MatmulArgs& a) {
   else go(std::integral_constant<int, kGemvMaxTokens>{});
 }
 
-#if defined(DCUSERVE_CUDA) || defined(DCUSERVE_ROCBLAS)
 // x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even).
 template <typename H>
 __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
@@ -227,7 +226,11 @@ __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
   }
 }
 
-#endif
+template <typename H>
+void split(const Launch& l, const float* x, H* hi, H* lo, int64_t n) {
+  split_kernel<H><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, l.stream>>>(x, hi, lo, n);
+  GPU_CHECK_LAUNCH();
+}
 
 #if defined(DCUSERVE_CUDA)
 #define CUBLAS_CHECK(expr)                                                                   \
@@ -243,8 +246,7 @@ void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   const int64_t n = a.T * a.K;
   H* hi = static_cast<H*>(scratch.get(size_t(2 * n) * sizeof(H)));
   H* lo = hi + n;
-  split_kernel<H><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, l.stream>>>(a.x, hi, lo, n);
-  GPU_CHECK_LAUNCH();
+  split<H>(l, a.x, hi, lo, n);
   const cudaDataType_t type = std::is_same_v<H, Bf16> ? CUDA_R_16BF : CUDA_R_16F;
   auto handle = static_cast<cublasHandle_t>(l.blas);
   CUBLAS_CHECK(cublasSetStream(handle, l.stream));
@@ -268,8 +270,7 @@ void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   const int64_t n = a.T * a.K;
   F16* hi = static_cast<F16*>(scratch.get(size_t(2 * n) * sizeof(F16)));
   F16* lo = hi + n;
-  split_kernel<F16><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, l.stream>>>(a.x, hi, lo, n);
-  GPU_CHECK_LAUNCH();
+  split<F16>(l, a.x, hi, lo, n);
   auto handle = static_cast<rocblas_handle>(l.blas);
   ROCBLAS_CHECK(rocblas_set_stream(handle, l.stream));
   // Row-major y[T, N] = x[T, K] w[N, K]^T is column-major y^T[N, T] = w^T . x^T.
@@ -298,6 +299,11 @@ bool use_gemv(const Launch& l, const MatmulArgs& a) {
 
 }  // namespace
 
+void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type) {
+  if (type == DType::BF16) split<Bf16>(l, x, static_cast<Bf16*>(hi), static_cast<Bf16*>(lo), n);
+  else split<F16>(l, x, static_cast<F16*>(hi), static_cast<F16*>(lo), n);
+}
+
 void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   if (a.T == 0 || a.N == 0) return;
   with_elem_type(a.w_type, [&](auto e) {
@@ -308,7 +314,7 @@ void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
     }
 #if defined(DCUSERVE_CUDA)
     if constexpr (!std::is_same_v<W, float>) {
-      if (l.tensor_cores && tensor_core_matmul_fits(a)) return launch_tensor_core_matmul(l, a);
+      if (l.tensor_cores && tensor_core_matmul_fits(a)) return launch_tensor_core_matmul(l, a, scratch);
       if (l.blas) return blas_matmul<W>(l, a, scratch);
     }
 #elif defined(DCUSERVE_ROCBLAS)
