@@ -44,9 +44,10 @@ inline GpuBackendOptions gpu_options_for_dtype(const std::string& dtype, int log
   GpuBackendOptions o;
   o.logical_warp = logical_warp;
   o.vendor_blas = dtype != "float32";
-  // With tensor cores, cuBLAS (weights read twice, hi + lo) beats the GEMV from about 5 rows on the
-  // large projections on an H200 (docs/PERFORMANCE_GPU.md).
-  if (o.vendor_blas) o.gemv_max_tokens = 4;
+  // On an H200 the tensor-core decode kernel beats the GEMV from 3 rows on the large projections
+  // (T = 4: 41.9 vs 47.1 us on [12288, 5120], 55.2 vs 63.7 on [17408, 5120]; T = 2: the GEMV 37.9 vs
+  // 42.4); docs/PERFORMANCE_GPU.md, round 5. HIP builds keep the GEMV up to 16 rows regardless.
+  if (o.vendor_blas) o.gemv_max_tokens = 2;
   return o;
 }
 

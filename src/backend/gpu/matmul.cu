@@ -288,8 +288,8 @@ void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 // (N <= kGemvNarrowColumns output rows) take it up to kGemvMaxTokens rows whatever the limit: on an
 // H200 (BF16 weights, docs/PERFORMANCE_GPU.md round 2) cuBLAS hi + lo costs ~40 us on k/v_proj
 // [1024, 5120] at any T while the GEMV takes 9.3 / 13.2 / 21.6 us at T = 4 / 8 / 16 (GDN a/b
-// [48, 5120] reads 20x fewer bytes); wide matrices (q_proj [12288, 5120], down [5120, 17408]) cross
-// over at T = 5-6, which is what gemv_max_tokens = 4 encodes.
+// [48, 5120] reads 20x fewer bytes). On wide matrices the tensor-core kernel takes over from 3 rows
+// (gemv_max_tokens = 2 in gpu_options_for_dtype).
 constexpr int64_t kGemvNarrowColumns = 1024;
 
 bool use_gemv(const Launch& l, const MatmulArgs& a) {
