@@ -4,7 +4,7 @@
 //   prefill (T = 2048, both precision modes); paged attention and the delta rule at decode and prefill;
 //   the small per-layer ops; the sum of kernel times of one 27B decode step at batch 1; and the
 //   logit summary that sampling runs every step.
-// Usage: gpu_kernel_bench [device index] [sampling | decode] (one table only). Weights are rotated through >= 512 MB of copies so that
+// Usage: gpu_kernel_bench [device index] [sampling | decode | attention] (one table only). Weights are rotated through >= 512 MB of copies so that
 // repeated calls stream from HBM, not from L2.
 
 #include <chrono>
@@ -290,6 +290,10 @@ int main(int argc, char** argv) {
   std::printf("# gpu_kernel_bench on %s\n", exact->name().c_str());
   if (only == "sampling") {
     sampling_table(*exact);
+    return 0;
+  }
+  if (only == "attention") {
+    attention_tables(*exact, copy_bandwidth(*exact));
     return 0;
   }
   if (only == "decode") {

@@ -84,6 +84,17 @@ struct MatmulCase {
   DType w;
 };
 
+// y = x . w^T on `be` against the CPU for one random case; `where` names the configuration.
+void check_matmul(Backend& be, const MatmulCase& c, std::mt19937& rng, const std::string& where = "") {
+  HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
+  x.random(rng), w.random(rng, -0.1f, 0.1f);
+  cpu::matmul(x.t, w.t, y.t);
+  DeviceTensor dx(be, x), dw(be, w), dy(be, y);
+  be.matmul(dx.t, dw.t, dy.t);
+  EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
+      << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w) << where;
+}
+
 TEST_P(GpuOps, Matmul) {
   const std::vector<MatmulCase> cases = {
       {1, 5120, 17408, DType::BF16},  // 27B gate/up projection, decode
@@ -101,23 +112,16 @@ TEST_P(GpuOps, Matmul) {
       {70, 640, 300, DType::F16},
       {33, 131, 67, DType::F16},      // odd K past the GEMV range
   };
-  for (const MatmulCase& c : cases) {
-    HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
-    x.random(rng), w.random(rng, -0.1f, 0.1f);
-    cpu::matmul(x.t, w.t, y.t);
-    DeviceTensor dx(*gpu, x), dw(*gpu, w), dy(*gpu, y);
-    gpu->matmul(dx.t, dw.t, dy.t);
-    EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
-        << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w);
-  }
+  for (const MatmulCase& c : cases) check_matmul(*gpu, c, rng);
 }
 
-// The bf16/f16 precision mode: cuBLAS on CUDA builds (activations split into two 16-bit parts, tensor
-// cores, f32 accumulation); elsewhere the same portable kernels run. Both GEMV batch limits are covered; at limit 4 the 8- and
-// 16-row cases take the GEMV on narrow matrices (N <= 1024) and cuBLAS on wider ones (N = 1100).
-// On CUDA, 5..32 rows of 16-bit weights whose K is a multiple of 256 take the tensor-core kernel
-// (matmul_tensor_core.cu): row counts that leave partial tiles, 1, 2 and 4 token tiles, K of one
-// iteration per warp (256); with tensor_core_decode off the same cases go to cuBLAS.
+// The bf16/f16 precision mode: tensor cores on CUDA builds (activations split into two 16-bit parts,
+// f32 accumulation); elsewhere the same portable kernels run. Two GEMV batch limits are covered; at
+// limit 4 the 8- and 16-row cases take the GEMV on narrow matrices (N <= 1024) and tensor cores on
+// wider ones (N = 1100).
+// On CUDA, up to 32 rows of 16-bit weights whose K is a multiple of 64 take the tensor-core kernel
+// (matmul_tensor_core.cu) above the GEMV: row counts that leave partial tiles, 1, 2 and 4 token tiles,
+// K split over blocks or not; with tensor_core_decode off the same cases go to cuBLAS.
 TEST_P(GpuOps, MatmulWithVendorBlas) {
   const std::vector<MatmulCase> cases = {
       {70, 640, 300, DType::BF16},  {300, 5120, 1000, DType::BF16}, {33, 131, 67, DType::F16},
@@ -131,16 +135,8 @@ TEST_P(GpuOps, MatmulWithVendorBlas) {
       o.gemv_max_tokens = gemv_max;
       o.tensor_core_decode = tensor_cores;
       auto blas = make_gpu_backend(0, o);
-      for (const MatmulCase& c : cases) {
-        HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
-        x.random(rng), w.random(rng, -0.1f, 0.1f);
-        cpu::matmul(x.t, w.t, y.t);
-        DeviceTensor dx(*blas, x), dw(*blas, w), dy(*blas, y);
-        blas->matmul(dx.t, dw.t, dy.t);
-        EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
-            << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w) << " gemv_max " << gemv_max
-            << " tensor cores " << tensor_cores;
-      }
+      for (const MatmulCase& c : cases)
+        check_matmul(*blas, c, rng, " gemv_max " + std::to_string(gemv_max) + " tensor cores " + std::to_string(tensor_cores));
     }
 }
 

@@ -79,7 +79,8 @@ __device__ int sequence_of(const int32_t* seq_row_begin, int S, int t) {
   return lo;
 }
 
-// grid (nkv, T, splits), block kAttnThreads. Shared: q [G, d] | p [G, kSplit] | m, l [G].
+// grid (nkv, T, splits), block kAttnThreads. Shared: q [G, d] | p [G, kSplit] | m, l [G] | the
+// split's cache rows [kSplit] (looked up in the block table once, not per thread and head).
 // One split: positions [split * split_len, min(pos + 1, (split + 1) * split_len)), split_len <= kSplit.
 // With one split the block writes out; otherwise partials (o unnormalized, m, l) for the merge kernel.
 template <int Lanes, typename E>
@@ -91,23 +92,26 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
   float* ps = qs + G * d;
   float* ms = ps + G * kSplit;
   float* ls = ms + G;
+  const int floats = G * d + G * kSplit + 2 * G;
+  int64_t* rows = reinterpret_cast<int64_t*>(smem + floats + (floats & 1));  // 8-byte aligned
   const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
   const int pos = a.positions[t];
   const int begin = split * split_len, end = min(pos + 1, begin + split_len);
   const int s = sequence_of(a.seq_row_begin, a.num_seqs, t);
   const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
-  const E* kc = static_cast<const E*>(a.k_cache);
-  const E* vc = static_cast<const E*>(a.v_cache);
   const int64_t kv_row = int64_t(a.nkv) * d;
+  const E* kc = static_cast<const E*>(a.k_cache) + int64_t(kvh) * d;
+  const E* vc = static_cast<const E*>(a.v_cache) + int64_t(kvh) * d;
   for (int i = threadIdx.x; i < G * d; i += blockDim.x)
     qs[i] = a.q[(int64_t(t) * a.nh + kvh * G) * d + i] * a.scale;
+  for (int p = begin + threadIdx.x; p < end; p += blockDim.x)
+    rows[p - begin] = (int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size) * kv_row;
   __syncthreads();
 
   const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes, nwarps = blockDim.x / Lanes;
   // scores: one logical warp per position, lanes across the head dim
   for (int p = begin + warp; p < end; p += nwarps) {
-    const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
-    const E* kp = kc + slot * kv_row + int64_t(kvh) * d;
+    const E* kp = kc + rows[p - begin];
     for (int g = 0; g < G; ++g) {
       float dot = 0.0f;
       for (int i = lane; i < d; i += Lanes) dot += qs[g * d + i] * to_f32(kp[i]);
@@ -136,10 +140,8 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
   for (int gi = threadIdx.x; gi < G * d; gi += blockDim.x) {
     const int g = gi / d, i = gi % d;
     float acc = 0.0f;
-    for (int p = begin; p < end; ++p) {
-      const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
-      acc += ps[g * kSplit + (p - begin)] * to_f32(vc[slot * kv_row + int64_t(kvh) * d + i]);
-    }
+#pragma unroll 8  // independent loads in flight: the loop is latency-bound at short contexts
+    for (int p = 0; p < end - begin; ++p) acc += ps[g * kSplit + p] * to_f32(vc[rows[p] + i]);
     const int64_t h = int64_t(kvh) * G + g;
     if (splits == 1) {
       a.out[(int64_t(t) * a.nh + h) * d + i] = acc / ls[g];
@@ -334,7 +336,8 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
   const int want_splits = std::max(1, (kTargetBlocks + a.nkv * a.T - 1) / (a.nkv * a.T));
   const int split_len = std::clamp((a.max_position + want_splits) / want_splits, 32, kSplit);
   const int splits = (a.max_position + split_len) / split_len;
-  const size_t smem = (size_t(G) * a.d + size_t(G) * kSplit + 2 * size_t(G)) * sizeof(float);
+  const size_t smem = (size_t(G) * a.d + size_t(G) * kSplit + 2 * size_t(G) + 1) * sizeof(float) +
+                      size_t(kSplit) * sizeof(int64_t);
   float* part_o = nullptr;
   float* part_ml = nullptr;
   if (splits > 1) {

@@ -7,7 +7,7 @@
 //    to f16 for the dot, the sum stays f32); BF16 is widened by a shift (no bf16 arithmetic there).
 //  - larger T, exact precision: a portable 64x64 shared-memory tiled kernel, f32 FMA.
 //  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): up to 32 rows, the tensor-core kernel
-//    of matmul_tensor_core.cu (hi + lo split in registers, weights read once); beyond, the activations
+//    of matmul_tensor_core.cu (activations split hi + lo, weights read once); beyond, the activations
 //    are split into a high and a low part in the weight's 16-bit type (x = hi + lo) and two
 //    cublasGemmEx calls run on tensor cores with f32 accumulation and output.
 //  - larger T, HIP builds that find rocBLAS (Hygon DTK, ROCm), F16 weights: the same split and two

@@ -1,5 +1,5 @@
 // Decode batches on NVIDIA tensor cores (CUDA, sm_80+): y [T, N] = x [T, K] . w [N, K]^T for 16-bit
-// weights and 5..32 token rows, each weight streamed from memory once. cuBLAS (matmul.cu) runs two
+// weights and 3..32 token rows, each weight streamed from memory once. cuBLAS (matmul.cu) runs two
 // GEMMs for x = hi + lo (16-bit halves), reading the weights twice; here both halves multiply the
 // same weight fragment.
 //
