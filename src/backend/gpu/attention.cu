@@ -83,7 +83,28 @@ __device__ int sequence_of(const int32_t* seq_row_begin, int S, int t) {
 // split's cache rows [kSplit] (looked up in the block table once, not per thread and head).
 // One split: positions [split * split_len, min(pos + 1, (split + 1) * split_len)), split_len <= kSplit.
 // With one split the block writes out; otherwise partials (o unnormalized, m, l) for the merge kernel.
-template <int Lanes, typename E>
+// C consecutive cache elements as f32, in one vector load (C * sizeof(E) bytes, aligned by the caller).
+template <int C, typename E>
+__device__ __forceinline__ void load_elements(const E* p, float (&out)[C]) {
+  if constexpr (sizeof(E) == 2 && C >= 2) {
+    using Word = std::conditional_t<C == 8, uint4, std::conditional_t<C == 4, uint2, uint32_t>>;
+    const Word w = *reinterpret_cast<const Word*>(p);
+    const uint16_t* half = reinterpret_cast<const uint16_t*>(&w);
+#pragma unroll
+    for (int j = 0; j < C; ++j) out[j] = to_f32(E{half[j]});
+  } else {
+#pragma unroll
+    for (int j = 0; j < C; ++j) out[j] = to_f32(p[j]);
+  }
+}
+
+// The decode kernel handles GQA groups up to this size (Qwen3.5: 4 to 6): each thread keeps one output
+// dim of every head of the group in registers.
+constexpr int kMaxGroup = 8;
+
+// C = d / Lanes (1, 2, 4 or 8): each lane reads C consecutive elements of a K row in one vector load;
+// C = 0 for other head dims: lanes stride the row.
+template <int Lanes, typename E, int C>
 __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAttentionArgs a, float* part_o,
                                                                        float* part_ml, int splits, int split_len) {
   extern __shared__ float smem[];
@@ -109,14 +130,27 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
   __syncthreads();
 
   const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes, nwarps = blockDim.x / Lanes;
-  // scores: one logical warp per position, lanes across the head dim
+  // scores: one logical warp per position; lane l holds dims [l C, l C + C) of the K row (C = 0:
+  // head dims that are no such multiple of the warp, dims l, l + Lanes, ...)
   for (int p = begin + warp; p < end; p += nwarps) {
     const E* kp = kc + rows[p - begin];
-    for (int g = 0; g < G; ++g) {
-      float dot = 0.0f;
-      for (int i = lane; i < d; i += Lanes) dot += qs[g * d + i] * to_f32(kp[i]);
-      dot = warp_sum<Lanes>(dot);
-      if (lane == 0) ps[g * kSplit + (p - begin)] = dot;
+    if constexpr (C > 0) {
+      float k[C];
+      load_elements<C>(kp + lane * C, k);
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int j = 0; j < C; ++j) dot += qs[g * d + lane * C + j] * k[j];
+        dot = warp_sum<Lanes>(dot);
+        if (lane == 0) ps[g * kSplit + (p - begin)] = dot;
+      }
+    } else {
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.0f;
+        for (int i = lane; i < d; i += Lanes) dot += qs[g * d + i] * to_f32(kp[i]);
+        dot = warp_sum<Lanes>(dot);
+        if (lane == 0) ps[g * kSplit + (p - begin)] = dot;
+      }
     }
   }
   __syncthreads();
@@ -136,19 +170,29 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
     if (lane == 0) ms[g] = m, ls[g] = l;
   }
   __syncthreads();
-  // o[g, i] = sum_p e[g, p] v[p, i]: threads across (head of group, dim), V rows read in order
-  for (int gi = threadIdx.x; gi < G * d; gi += blockDim.x) {
-    const int g = gi / d, i = gi % d;
-    float acc = 0.0f;
-#pragma unroll 8  // independent loads in flight: the loop is latency-bound at short contexts
-    for (int p = 0; p < end - begin; ++p) acc += ps[g * kSplit + p] * to_f32(vc[rows[p] + i]);
-    const int64_t h = int64_t(kvh) * G + g;
-    if (splits == 1) {
-      a.out[(int64_t(t) * a.nh + h) * d + i] = acc / ls[g];
-    } else {
-      const int64_t base = (int64_t(t) * a.nh + h) * splits + split;
-      part_o[base * d + i] = acc;
-      if (i == 0) part_ml[base * 2] = ms[g], part_ml[base * 2 + 1] = ls[g];
+  // o[g, i] = sum_p e[g, p] v[p, i]: thread i keeps dim i of every head of the group, so each V
+  // element is read once; positions unrolled for independent loads in flight.
+  for (int i = threadIdx.x; i < d; i += blockDim.x) {
+    float acc[kMaxGroup] = {};
+#pragma unroll 4
+    for (int p = 0; p < end - begin; ++p) {
+      const float v = to_f32(vc[rows[p] + i]);
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < G) acc[g] += ps[g * kSplit + p] * v;
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g < G) {  // no break: a fully unrolled loop keeps acc in registers
+        const int64_t h = int64_t(kvh) * G + g;
+        if (splits == 1) {
+          a.out[(int64_t(t) * a.nh + h) * d + i] = acc[g] / ls[g];
+        } else {
+          const int64_t base = (int64_t(t) * a.nh + h) * splits + split;
+          part_o[base * d + i] = acc[g];
+          if (i == 0) part_ml[base * 2] = ms[g], part_ml[base * 2 + 1] = ls[g];
+        }
+      }
     }
   }
 }
@@ -331,6 +375,8 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
     GPU_CHECK_LAUNCH();
     return;
   }
+  if (G > kMaxGroup)
+    fail_call("launch_paged_attention", __FILE__, __LINE__, "more than 8 query heads per KV head (GQA group)");
   // Split length: enough blocks to cover the GPU (a decode step has only nkv * T (kv head, token)
   // pairs), at most kSplit positions (the shared score buffer), at least 32.
   const int want_splits = std::max(1, (kTargetBlocks + a.nkv * a.T - 1) / (a.nkv * a.T));
@@ -346,10 +392,19 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
     part_ml = part_o + rows * size_t(a.d);
   }
   with_lanes(l.lanes, [&](auto lanes) {
+    constexpr int Lanes = decltype(lanes)::value;
+    const int C = a.d % Lanes == 0 ? a.d / Lanes : 0;
     with_elem_type(a.cache_type, [&](auto e) {
-      auto kernel = paged_attention_kernel<decltype(lanes)::value, decltype(e)>;
-      if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      kernel<<<dim3(a.nkv, a.T, splits), kAttnThreads, smem, l.stream>>>(a, part_o, part_ml, splits, split_len);
+      auto go = [&](auto c) {
+        auto kernel = paged_attention_kernel<Lanes, decltype(e), decltype(c)::value>;
+        if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        kernel<<<dim3(a.nkv, a.T, splits), kAttnThreads, smem, l.stream>>>(a, part_o, part_ml, splits, split_len);
+      };
+      if (C == 8) go(std::integral_constant<int, 8>{});
+      else if (C == 4) go(std::integral_constant<int, 4>{});
+      else if (C == 2) go(std::integral_constant<int, 2>{});
+      else if (C == 1) go(std::integral_constant<int, 1>{});
+      else go(std::integral_constant<int, 0>{});  // also d = 16 or 32 times the warp (not in Qwen3.5)
     });
   });
   GPU_CHECK_LAUNCH();
