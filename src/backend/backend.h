@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -63,6 +64,18 @@ class Backend {
   // The device queue the ops are enqueued on (cudaStream_t / hipStream_t), so that a communicator
   // can order its collectives after them without a host wait. nullptr: no such queue (CPU).
   virtual void* native_stream() { return nullptr; }
+
+  // --- step graphs (CUDA/HIP graphs) ----------------------------------------------------------
+  // A graph replays a recorded sequence of ops with the same arguments (pointers, sizes, grids): the
+  // caller keys it by everything those depend on. Backends without graphs answer false.
+  virtual bool supports_graphs() const { return false; }
+  // Records the ops `record` enqueues as graph `key` (nothing runs). The ops must not synchronise or
+  // allocate. Throws dcu::Error when recording fails.
+  virtual void capture_graph(uint64_t key, const std::function<void()>& record) {}
+  // Runs graph `key`; false when there is none.
+  virtual bool launch_graph(uint64_t key) { return false; }
+  // Forgets every graph (memory they point into is about to move).
+  virtual void clear_graphs() {}
 
   // --- ops --------------------------------------------------------------------------------------
   // out[t, :] = f32(table[ids[t], :]).   table [V, H], ids [T] i32 (backend memory), out [T, H]

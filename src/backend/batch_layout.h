@@ -16,6 +16,9 @@ struct BatchHost {
   std::vector<int32_t> block_tables;        // [S, max_blocks_per_seq], -1 padded
   std::vector<int32_t> state_slots;         // [S] GDN state slot of each sequence
   int max_blocks_per_seq = 0;
+  // Every position of the step is below this. Sizes the GPU attention's context splits; a step graph
+  // uses a power of two so that the steps after it still fit.
+  int position_limit = 0;
 
   int num_seqs() const { return int(state_slots.size()); }
   int num_tokens() const { return int(positions.size()); }

@@ -24,6 +24,7 @@ struct BenchArgs {
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
   int decode_steps = 8, repeats = 3, tensor_parallel_size = 1;
   uint64_t seed = 0;
+  bool enforce_eager = false;
 };
 
 std::vector<int> parse_list(const std::string& text, const char* flag) {
@@ -95,6 +96,7 @@ void run_bench(const BenchArgs& a) {
   o.contexts = parse_list(a.contexts, "--context");
   o.decode_steps = a.decode_steps;
   o.repeats = a.repeats;
+  o.enforce_eager = a.enforce_eager;
   std::printf("model: %s (%.3fB parameters), device: %s%s\n", what.c_str(), double(config.parameter_count()) / 1e9,
               backend->name().c_str(),
               tp > 1 ? fmt::format(" x {} ranks ({})", tp, comms[0]->name()).c_str() : "");
@@ -131,6 +133,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--context", args->contexts, "Cached tokens before each decode step, comma separated");
   cmd->add_option("--decode-steps", args->decode_steps, "Decode steps timed per figure")->check(CLI::Range(1, 100000));
   cmd->add_option("--repeats", args->repeats, "Runs per figure; the best is reported")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--enforce-eager", args->enforce_eager, "No CUDA/HIP graphs for decode steps");
   cmd->add_option("--seed", args->seed, "Seed of the random weights");
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
                   "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")

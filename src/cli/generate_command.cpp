@@ -27,7 +27,7 @@ struct GenerateArgs {
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = -1;
   std::optional<uint64_t> seed;
-  bool json = false, ignore_eos = false, chat = false;
+  bool json = false, ignore_eos = false, chat = false, enforce_eager = false;
   std::string enable_thinking;  // "", "true" or "false": the chat template's enable_thinking
   int max_model_len = 0;
   int tensor_parallel_size = 1;
@@ -71,6 +71,7 @@ void run_generate(const GenerateArgs& a) {
   opts.max_num_seqs = 1;
   opts.max_model_len = a.max_model_len;
   opts.tensor_parallel_size = a.tensor_parallel_size;
+  opts.enforce_eager = a.enforce_eager;
   std::optional<text::Tokenizer> tokenizer;
   if (std::filesystem::exists(std::filesystem::path(opts.model_dir) / "tokenizer.json"))
     tokenizer = text::Tokenizer::load(opts.model_dir);
@@ -150,6 +151,7 @@ void add_generate_command(CLI::App& app) {
                   "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep going past end-of-sequence tokens");
+  cmd->add_flag("--enforce-eager", args->enforce_eager, "No CUDA/HIP graphs for decode steps (debugging)");
   cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"text\": \"...\"}");
   cmd->add_flag("--chat", args->chat, "Send --prompt as a user message through the model's chat template");
   cmd->add_option("--enable-thinking", args->enable_thinking, "true | false: the chat template's enable_thinking")

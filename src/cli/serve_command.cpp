@@ -131,7 +131,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-logprobs", a->max_logprobs, "Largest logprobs / top_logprobs accepted")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   // vLLM flags that mean nothing here: accepted and noted in the log.
-  for (const char* flag : {"--enforce-eager", "--skip-mm-profiling", "--trust-remote-code", "--disable-log-requests",
+  cmd->add_flag("--enforce-eager", a->engine.enforce_eager,
+                "Launch every op of a decode step one by one (no CUDA/HIP graphs); for debugging");
+  for (const char* flag : {"--skip-mm-profiling", "--trust-remote-code", "--disable-log-requests",
                            "--disable-log-stats", "--language-model-only", "--disable-frontend-multiprocessing"})
     cmd->add_flag_callback(flag, [a, flag] { a->ignored.push_back(flag); }, "Accepted for vLLM compatibility; no effect");
   cmd->add_option_function<std::string>(

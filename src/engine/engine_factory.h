@@ -32,6 +32,7 @@ struct EngineOptions {
   std::string dtype = "auto";             // auto | bfloat16 | float16 | float32
   uint64_t seed = 0;                      // default seed for requests that give none
   bool random_weights = false;            // dimensions from config.json, weights random (benchmarks)
+  bool enforce_eager = false;             // no CUDA/HIP graphs for decode steps (debugging)
 };
 
 // Makes the communicators of this node's ranks: global ranks node_rank * n + i of tensor_parallel_size,

@@ -231,6 +231,7 @@ ModelInstance LocalRanks::finish(const CacheShape& shape, const StepCapacity& ca
     rank.cache = std::make_unique<CacheStorage>(*rank.backend, dcu::local_config(config_, plans_[size_t(r)]), shape);
     rank.runner = std::make_unique<ModelRunner>(*rank.backend, config_, std::move(weights_[size_t(r)]), *rank.cache,
                                                 capacity.max_tokens, capacity.max_logit_rows, rank.comm.get());
+    rank.runner->set_use_graphs(!options_.enforce_eager);
   }
   if (size() > 1) {
     // CPU ranks share the host's cores: each gets its part of the OpenMP threads.

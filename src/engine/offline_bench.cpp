@@ -122,6 +122,7 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
     runners.push_back(std::make_unique<ModelRunner>(*rank.backend, config, std::move(rank.weights), *caches.back(),
                                                     std::max(max_prompt, max_batch), max_batch,
                                                     r == 0 && timed ? timed.get() : rank.comm));
+    runners.back()->set_use_graphs(!o.enforce_eager);
   }
   std::unique_ptr<RankThreads> threads;
   if (P > 1) threads = std::make_unique<RankThreads>(P);

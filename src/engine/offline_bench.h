@@ -18,6 +18,7 @@ struct BenchOptions {
   std::vector<int> contexts = {128};  // tokens already cached before each decode step
   int decode_steps = 8;
   int repeats = 3;                    // best of
+  bool enforce_eager = false;         // no CUDA/HIP graphs for decode steps
 };
 
 struct DecodeResult {

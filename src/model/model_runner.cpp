@@ -1,6 +1,7 @@
 #include "model/model_runner.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -93,6 +94,7 @@ struct ModelRunner::Activations {
   size_t batch_ints_capacity = 0;
   int32_t* batch_ints_for(size_t count) {
     if (count > batch_ints_capacity) {
+      backend.clear_graphs();  // they read the batch arrays where they were
       if (batch_ints) backend.release(batch_ints);
       batch_ints_capacity = std::max(count, batch_ints_capacity * 2);
       batch_ints = static_cast<int32_t*>(backend.allocate(batch_ints_capacity * sizeof(int32_t)));
@@ -131,12 +133,33 @@ void ModelRunner::observe(const std::string& name, const Tensor& t) const {
   if (observer_) observer_(name, t);
 }
 
-void ModelRunner::build_batch(std::span<const SequenceStep> seqs) {
+namespace {
+// Step graphs: decode steps (one token per sequence) of at most this many sequences, with block-table
+// widths and position limits rounded up to powers of two so that a graph serves many steps.
+constexpr size_t kGraphMaxSeqs = 32;
+constexpr int kGraphMinPositions = 64;
+
+int power_of_two_at_least(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
+}  // namespace
+
+bool ModelRunner::graph_step(std::span<const SequenceStep> seqs) const {
+  if (!use_graphs_ || comm_ || observer_ || !backend_.supports_graphs() || seqs.size() > kGraphMaxSeqs) return false;
+  return std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) { return s.tokens.size() == 1 && !s.all_logits; });
+}
+
+void ModelRunner::build_batch(std::span<const SequenceStep> seqs, bool graph) {
   BatchHost& h = batch_host_;
   const int bs = cache_.shape().block_size;
   h = BatchHost{};
   h.seq_row_begin.push_back(0);
-  for (const auto& s : seqs) h.max_blocks_per_seq = std::max(h.max_blocks_per_seq, int(s.block_table.size()));
+  for (const auto& s : seqs) {
+    h.max_blocks_per_seq = std::max(h.max_blocks_per_seq, int(s.block_table.size()));
+    h.position_limit = std::max(h.position_limit, s.context_before + int(s.tokens.size()));
+  }
+  if (graph) {
+    h.max_blocks_per_seq = power_of_two_at_least(h.max_blocks_per_seq);
+    h.position_limit = std::max(kGraphMinPositions, power_of_two_at_least(h.position_limit));
+  }
   logit_rows_.clear();
   std::vector<int32_t> ids;
   for (const auto& s : seqs) {
@@ -200,8 +223,23 @@ std::vector<float>& ModelRunner::step_to_host(std::span<const SequenceStep> seqs
 }
 
 Tensor ModelRunner::step(std::span<const SequenceStep> seqs) {
-  build_batch(seqs);
-  const int T = batch_.num_tokens();
+  const bool graph = graph_step(seqs);
+  build_batch(seqs, graph);
+  const int T = batch_.num_tokens(), R = int(logit_rows_.size());
+  if (!graph) return forward(T, R);
+  // Everything the recorded launches depend on: the sequence count, the block-table width and the
+  // attention's context splits (from the position limit).
+  const uint64_t key = uint64_t(T) | uint64_t(std::countr_zero(unsigned(batch_host_.max_blocks_per_seq))) << 16 |
+                       uint64_t(std::countr_zero(unsigned(batch_host_.position_limit))) << 24;
+  if (backend_.launch_graph(key)) return rows_of(act_->logits, R);
+  if (graph_shapes_seen_.insert(key).second) return forward(T, R);  // first time: eager, sizing the scratch
+  Tensor logits;
+  backend_.capture_graph(key, [&] { logits = forward(T, R); });
+  backend_.launch_graph(key);
+  return logits;
+}
+
+Tensor ModelRunner::forward(int T, int R) {
   const ModelConfig& c = local_;
   Activations& a = *act_;
   Tensor hidden = rows_of(a.hidden, T);
@@ -225,7 +263,6 @@ Tensor ModelRunner::step(std::span<const SequenceStep> seqs) {
       backend_.add(hidden, mixer_out);
     observe("layer" + std::to_string(layer) + ".out", hidden);
   }
-  const int R = int(logit_rows_.size());
   Tensor selected = rows_of(a.selected, R);
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
   backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -58,6 +59,9 @@ class ModelRunner {
   std::vector<float>& step_to_host(std::span<const SequenceStep> seqs);
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
+  // Decode steps of up to 32 sequences run as CUDA/HIP graphs (recorded the second time a shape is
+  // seen, replayed after) on backends that have them. Off: every step launches its ops one by one.
+  void set_use_graphs(bool use) { use_graphs_ = use; }
   const ModelConfig& config() const { return config_; }
   int max_tokens_per_step() const { return max_tokens_; }
   int max_logit_rows() const { return max_logit_rows_; }
@@ -66,7 +70,9 @@ class ModelRunner {
 
  private:
   struct Activations;
-  void build_batch(std::span<const SequenceStep> seqs);
+  bool graph_step(std::span<const SequenceStep> seqs) const;
+  void build_batch(std::span<const SequenceStep> seqs, bool graph);
+  Tensor forward(int T, int R);  // the layers and the logits of the built batch
   void attention_layer(int layer, int T);
   void gdn_layer(int layer, int T);
   void mlp(int layer, int T);
@@ -92,6 +98,8 @@ class ModelRunner {
   std::vector<int32_t> logit_rows_;
   std::vector<float> logits_host_;
   TensorObserver observer_;
+  bool use_graphs_ = true;
+  std::unordered_set<uint64_t> graph_shapes_seen_;
 };
 
 }  // namespace dcu

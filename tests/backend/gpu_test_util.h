@@ -117,6 +117,7 @@ struct TestBatch {
       for (int i = 0; i < n; ++i) {
         const int pos = ctx + i;
         host.positions.push_back(pos);
+        host.position_limit = std::max(host.position_limit, pos + 1);
         host.slot_mapping.push_back(tables[s][size_t(pos / block_size)] * block_size + pos % block_size);
       }
       host.seq_row_begin.push_back(host.seq_row_begin.back() + n);

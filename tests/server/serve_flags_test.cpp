@@ -66,6 +66,7 @@ TEST(ServeFlags, TheSeedLineParses) {
   EXPECT_EQ(g_options->max_num_seqs, 1);
   EXPECT_EQ(g_options->kv_cache_memory_bytes, 1073741824);
   EXPECT_EQ(g_options->model_dir, "models/dcuserve-demo");
+  EXPECT_TRUE(g_options->enforce_eager);
 }
 
 TEST(ServeFlags, EqualsFormAndDefaults) {
@@ -76,6 +77,7 @@ TEST(ServeFlags, EqualsFormAndDefaults) {
   EXPECT_EQ(g_options->device, "cpu");
   EXPECT_EQ(g_options->max_num_batched_tokens, 512);
   EXPECT_FALSE(g_options->kv_cache_memory_bytes.has_value());
+  EXPECT_FALSE(g_options->enforce_eager);
   ASSERT_TRUE(parse({}));  // the bundled demo model, found from the repository root
   EXPECT_NE(g_options->model_dir.find("dcuserve-demo"), std::string::npos);
 }

@@ -38,6 +38,15 @@ using gpuDeviceProp_t = hipDeviceProp_t;
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuFuncSetAttribute(f, a, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), a, v)
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphExecDestroy hipGraphExecDestroy
 #elif defined(DCUSERVE_CUDA)
 #include <cuda_runtime_api.h>
 using gpuError_t = cudaError_t;
@@ -63,6 +72,15 @@ using gpuDeviceProp_t = cudaDeviceProp;
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuFuncSetAttribute(f, a, v) cudaFuncSetAttribute(f, a, v)
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
 #else
 #error "compat.h needs DCUSERVE_CUDA or DCUSERVE_HIP"
 #endif

@@ -4,6 +4,7 @@
 #include "backend/gpu/gpu_backend.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "backend/gpu/kernels.h"
 #include "backend/gpu_backend_api.h"
@@ -76,6 +77,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   ~GpuBackend() override {
     (void)gpuSetDevice(device_);
     (void)gpuStreamSynchronize(stream_);
+    for (auto& [_, exec] : graphs_) (void)gpuGraphExecDestroy(exec);
 #if defined(DCUSERVE_CUDA)
     if (blas_) (void)cublasDestroy(static_cast<cublasHandle_t>(blas_));
 #elif defined(DCUSERVE_ROCBLAS)
@@ -131,6 +133,38 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   }
   void synchronize() override { GPU_CHECK(gpuStreamSynchronize(stream_)); }
   void* native_stream() override { return stream_; }
+
+  bool supports_graphs() const override { return true; }
+  void capture_graph(uint64_t key, const std::function<void()>& record) override {
+    GPU_CHECK(gpuSetDevice(device_));
+    GPU_CHECK(gpuStreamBeginCapture(stream_, gpuStreamCaptureModeThreadLocal));
+    try {
+      record();
+    } catch (...) {
+      gpuGraph_t broken = nullptr;
+      if (gpuStreamEndCapture(stream_, &broken) == gpuSuccess && broken) (void)gpuGraphDestroy(broken);
+      (void)gpuGetLastError();
+      throw;
+    }
+    gpuGraph_t graph = nullptr;
+    GPU_CHECK(gpuStreamEndCapture(stream_, &graph));
+    gpuGraphExec_t exec = nullptr;
+    const gpuError_t made = gpuGraphInstantiateWithFlags(&exec, graph, 0);
+    (void)gpuGraphDestroy(graph);
+    GPU_CHECK(made);
+    drop_graph(key);
+    graphs_[key] = exec;
+  }
+  bool launch_graph(uint64_t key) override {
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) return false;
+    GPU_CHECK(gpuSetDevice(device_));
+    GPU_CHECK(gpuGraphLaunch(it->second, stream_));
+    return true;
+  }
+  void clear_graphs() override {
+    while (!graphs_.empty()) drop_graph(graphs_.begin()->first);
+  }
 
   // --- ops ---
   void embed(const Tensor& table, const Tensor& ids, Tensor out) override {
@@ -197,8 +231,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     a.T = int(q.dim(0)), a.nh = int(q.dim(1)), a.d = int(q.dim(2)), a.nkv = int(cache.k.dim(2));
     DCU_CHECK(f32(q) && f32(out) && out.numel() == q.numel() && cache.k.dim(3) == a.d && a.nh % a.nkv == 0);
     DCU_CHECK(a.T == batch.num_tokens());
-    const auto& pos = batch.host->positions;
-    a.max_position = pos.empty() ? 0 : *std::max_element(pos.begin(), pos.end());
+    a.max_position = std::max(0, batch.host->position_limit - 1);
     a.q = q.as<float>(), a.out = out.as<float>();
     a.k_cache = cache.k.data, a.v_cache = cache.v.data, a.cache_type = cache.k.dtype, a.block_size = cache.block_size;
     a.block_tables = batch.block_tables, a.max_blocks = batch.max_blocks_per_seq();
@@ -273,9 +306,17 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     GPU_CHECK(gpuSetDevice(device_));
     return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_};
   }
-  // Scratch: grows on demand; the old buffer is freed only after the stream has drained.
+  void drop_graph(uint64_t key) {
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) return;
+    (void)gpuGraphExecDestroy(it->second);
+    graphs_.erase(it);
+  }
+  // Scratch: grows on demand; the old buffer is freed only after the stream has drained (and graphs
+  // that point into it are dropped).
   void* get(size_t bytes) override {
     if (bytes > scratch_bytes_) {
+      clear_graphs();
       if (scratch_) {
         GPU_CHECK(gpuStreamSynchronize(stream_));
         GPU_CHECK(gpuFree(scratch_));
@@ -295,6 +336,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   void* blas_ = nullptr;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::unordered_map<uint64_t, gpuGraphExec_t> graphs_;
   std::string name_;
 };
 
