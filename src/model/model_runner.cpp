@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace dcu {
 
@@ -234,7 +235,13 @@ Tensor ModelRunner::step(std::span<const SequenceStep> seqs) {
   if (backend_.launch_graph(key)) return rows_of(act_->logits, R);
   if (graph_shapes_seen_.insert(key).second) return forward(T, R);  // first time: eager, sizing the scratch
   Tensor logits;
-  backend_.capture_graph(key, [&] { logits = forward(T, R); });
+  try {
+    backend_.capture_graph(key, [&] { logits = forward(T, R); });
+  } catch (const Error& e) {  // a driver that cannot record this step: keep serving without graphs
+    log::warn("decode steps run without graphs from now on: recording one failed ({})", e.what());
+    use_graphs_ = false;
+    return forward(T, R);
+  }
   backend_.launch_graph(key);
   return logits;
 }
