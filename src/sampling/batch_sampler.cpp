@@ -44,9 +44,14 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   const int V = int(logits.cols());
   std::vector<SampledToken> tokens(jobs.size());
 
-  // Choices only a whole raw row serves: downloaded before anything adjusts them.
+  // Each job's adjustments, built once. Choices only a whole raw row serves are downloaded before
+  // anything adjusts them; the others are summarised.
+  std::vector<std::vector<LogitAdjustment>> job_adjustments(jobs.size());
   std::vector<size_t> whole, summarised;
-  for (size_t j = 0; j < jobs.size(); ++j) (jobs[j].sampler->needs_whole_row(jobs[j].banned) ? whole : summarised).push_back(j);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    jobs[j].sampler->append_adjustments(jobs[j].banned, job_adjustments[j]);
+    (jobs[j].sampler->needs_whole_row(!job_adjustments[j].empty()) ? whole : summarised).push_back(j);
+  }
   std::vector<std::vector<float>> rows(jobs.size());
   for (size_t j : whole) rows[j] = download_row(logits, jobs[j].row);
 #pragma omp parallel for schedule(dynamic, 1) if (whole.size() > 1)
@@ -62,7 +67,7 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   std::vector<LogitAdjustment> adjustments;
   std::vector<int32_t> adjusted_row;
   for (size_t j : summarised) {
-    jobs[j].sampler->append_adjustments(jobs[j].banned, adjustments);
+    adjustments.insert(adjustments.end(), job_adjustments[j].begin(), job_adjustments[j].end());
     adjusted_row.resize(adjustments.size(), jobs[j].row);
     lay.k = std::max<int64_t>(lay.k, jobs[j].sampler->candidate_count());
   }

@@ -99,12 +99,8 @@ void Sampler::append_adjustments(std::span<const int32_t> banned, std::vector<Lo
   for (int32_t id : banned) entry(id).bias = std::numeric_limits<float>::infinity();
 }
 
-bool Sampler::needs_whole_row(std::span<const int32_t> banned) const {
-  if (candidate_count() > kMaxLogitCandidates) return true;
-  if (params_.logprobs < 0) return false;
-  std::vector<LogitAdjustment> adjustments;
-  append_adjustments(banned, adjustments);
-  return !adjustments.empty();
+bool Sampler::needs_whole_row(bool adjusted) const {
+  return candidate_count() > kMaxLogitCandidates || (params_.logprobs >= 0 && adjusted);
 }
 
 SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, int top_k) {

@@ -48,9 +48,9 @@ class Sampler {
   SampledToken sample(std::span<float> logits, std::span<const int32_t> banned = {});
 
   // --- the device way ---
-  // True when only sample() can serve this token: logprobs of raw logits that adjustments change, or a
-  // top_k beyond what the device summarises.
-  bool needs_whole_row(std::span<const int32_t> banned) const;
+  // True when only sample() can serve this token: logprobs of raw logits that adjustments change
+  // (`adjusted`: append_adjustments gave entries), or a top_k beyond what the device summarises.
+  bool needs_whole_row(bool adjusted) const;
   // How many of the most likely tokens the choice reads first.
   int candidate_count() const;
   // 1 / temperature (1 when greedy), for the temperature mass.
