@@ -238,8 +238,8 @@ __device__ void select_top_k(const float* __restrict__ values, const int32_t* __
 }
 
 // Phase 1, grid (n, P): segment p of row rows[i] (`length` values from p * length, the last one
-// shorter). Its softmax statistics go to part_stats[i, p]; when k > 1 its k largest (fewer when the
-// segment is shorter; the rest -inf) to part_values / part_ids [i, p, k].
+// shorter, but never below k: see launch_logit_summary). Its softmax statistics go to
+// part_stats[i, p]; when k > 1 its k largest to part_values / part_ids [i, p, k].
 __global__ void __launch_bounds__(kThreads)
     segment_summary_kernel(const float* __restrict__ logits, int64_t V, int64_t length, const int32_t* rows,
                            const float* inv_temperature, int k, RowStats* part_stats, float* part_values,
@@ -276,11 +276,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (t == 0) part_stats[i * P + p] = sh.stats[0];
   if (k == 1) return;
-  const int taken = count < k ? int(count) : k;
   float* values = part_values + (i * P + p) * k;
   int32_t* ids = part_ids + (i * P + p) * k;
-  if (taken > 0) select_top_k(segment, nullptr, begin, count, taken, sh, values, ids);
-  for (int j = taken + t; j < k; j += kThreads) values[j] = -INFINITY, ids[j] = INT_MAX;
+  select_top_k(segment, nullptr, begin, count, k, sh, values, ids);
 }
 
 // Phase 2, grid (n): the segments' statistics merged, and the k largest of their P * k candidates.
@@ -334,8 +332,11 @@ void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const
                           float* stats, Scratch& scratch) {
   if (n == 0) return;
   // Segments of at least kSegmentValues (a multiple of 4: 16-byte loads stay aligned), at most 32.
+  // The last one is the shortest: at least V / P - 4 (P - 1) >= 8192 - 124 values when P > 1, the
+  // whole row (>= k) when P = 1, so every segment holds its k candidates.
   const int64_t P = std::max<int64_t>(1, std::min<int64_t>(kMaxSegments, V / kSegmentValues));
   const int64_t length = ((V + P - 1) / P + 3) / 4 * 4;
+  static_assert(kSegmentValues - 4 * (kMaxSegments - 1) >= kMaxSummaryCandidates);
   const int64_t k_part = k == 1 ? 0 : k;
   char* base = static_cast<char*>(scratch.get(size_t(n * P) * (sizeof(RowStats) + size_t(k_part) * 8)));
   auto* part_stats = reinterpret_cast<RowStats*>(base);
