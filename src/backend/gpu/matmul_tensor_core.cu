@@ -31,19 +31,18 @@ constexpr int kBlockRows = kWarps * kTileRows;      // 256
 constexpr int kChunkK = 64;                         // k staged in shared memory per iteration: two k32 steps
 constexpr int kMinBlocks = 264;                     // about two blocks per SM on an H200 (132 SMs)
 
+// d += A . B for one m16n8k16 tile, A and B of the 16-bit type W (bf16 or f16), f32 accumulators.
+#define DCU_MMA_M16N8K16(type)                                                                               \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+               "{%8,%9}, {%0,%1,%2,%3};"                                                                      \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                               \
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+
+template <typename W>
 __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                    uint32_t b1, Bf16) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                    uint32_t b1, F16) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                                    uint32_t b1) {
+  if constexpr (std::is_same_v<W, Bf16>) DCU_MMA_M16N8K16("bf16");
+  else DCU_MMA_M16N8K16("f16");
 }
 
 // grid (ceil(N / 256), S). Warp w of block (b, s) owns weight rows 256 b + 32 w .. + 31 and k range
@@ -94,10 +93,10 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int m = 0; m < 2; ++m) {
           const uint4 &r0 = a[step][m][0], &r1 = a[step][m][1];
-          mma(acc[m][n], r0.x, r1.x, r0.y, r1.y, bh.x, bh.y, W{});
-          mma(acc[m][n], r0.x, r1.x, r0.y, r1.y, bl.x, bl.y, W{});
-          mma(acc[m][n], r0.z, r1.z, r0.w, r1.w, bh.z, bh.w, W{});
-          mma(acc[m][n], r0.z, r1.z, r0.w, r1.w, bl.z, bl.w, W{});
+          mma<W>(acc[m][n], r0.x, r1.x, r0.y, r1.y, bh.x, bh.y);
+          mma<W>(acc[m][n], r0.x, r1.x, r0.y, r1.y, bl.x, bl.y);
+          mma<W>(acc[m][n], r0.z, r1.z, r0.w, r1.w, bh.z, bh.w);
+          mma<W>(acc[m][n], r0.z, r1.z, r0.w, r1.w, bl.z, bl.w);
         }
       }
     __syncthreads();  // the stage is rewritten next iteration
