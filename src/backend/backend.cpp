@@ -2,12 +2,19 @@
 
 #include <vector>
 
+#include "core/error.h"
+
 namespace dcu {
 
 void Backend::copy(void* dst, const void* src, size_t bytes) {
   std::vector<char> staging(bytes);
   download(staging.data(), src, bytes);
   upload(dst, staging.data(), bytes);
+}
+
+void Backend::matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) {
+  DCU_CHECK(ws.size() == ys.size() && ws.size() <= kMaxMatmulGroup);
+  for (size_t i = 0; i < ws.size(); ++i) matmul(x, ws[i], ys[i]);
 }
 
 }  // namespace dcu

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "backend/batch_layout.h"
@@ -88,6 +89,10 @@ class Backend {
   virtual void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
   // y = x . w^T.   x [T, K] f32, w [N, K], y [T, N] f32
   virtual void matmul(const Tensor& x, const Tensor& w, Tensor y) = 0;
+  // The projections that read the same activations, ys[i] = x . ws[i]^T, as few passes over x and
+  // launches as the backend manages (GPUs: one). ws[i] [N_i, K] of one dtype, ys[i] [T, N_i]; at most
+  // kMaxMatmulGroup of them. The default runs matmul on each.
+  virtual void matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys);
   // x += y, elementwise.   x, y [n] f32
   virtual void add(Tensor x, const Tensor& y) = 0;
   // out = silu(gate) * up.   gate, up, out [T, I]
@@ -139,6 +144,9 @@ class Backend {
   // out[:, column + j] = x[:, j]: x [R, w] becomes columns column..column+w-1 of out [R, W].
   virtual void copy_columns(const Tensor& x, Tensor out, int64_t column) = 0;
 };
+
+// The most matmuls one matmul_group call takes (the GDN layer's four input projections).
+constexpr size_t kMaxMatmulGroup = 4;
 
 // The most candidates logit_summary returns per row (bounded by the GPU kernel's on-chip sort).
 constexpr int kMaxLogitCandidates = 1024;

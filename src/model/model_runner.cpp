@@ -314,9 +314,11 @@ void ModelRunner::attention_layer(int layer, int T) {
   Tensor x = rows_of(a.normed, T);
   Tensor qg = rows_of(a.qg, T), q = rows_of(a.q, T), gate = rows_of(a.gate, T);
   Tensor k = rows_of(a.k, T), v = rows_of(a.v, T), attn = rows_of(a.attn, T);
-  backend_.matmul(x, w.q_proj, qg.reshaped({T, int64_t(c.num_heads) * 2 * c.head_dim}));
-  backend_.matmul(x, w.k_proj, k.reshaped({T, int64_t(c.num_kv_heads) * c.head_dim}));
-  backend_.matmul(x, w.v_proj, v.reshaped({T, int64_t(c.num_kv_heads) * c.head_dim}));
+  const int64_t kv_width = int64_t(c.num_kv_heads) * c.head_dim;
+  const Tensor projections[] = {w.q_proj, w.k_proj, w.v_proj};
+  const Tensor outputs[] = {qg.reshaped({T, int64_t(c.num_heads) * 2 * c.head_dim}), k.reshaped({T, kv_width}),
+                            v.reshaped({T, kv_width})};
+  backend_.matmul_group(x, projections, outputs);
   backend_.attention_prep(qg, k, w.q_norm, w.k_norm, c.rms_norm_eps, RopeParams{c.rotary_dim, c.rope_theta}, batch_, q,
                           gate);
   PagedKv& kv = cache_.kv(layer);
@@ -335,10 +337,9 @@ void ModelRunner::gdn_layer(int layer, int T) {
   Tensor mixed = rows_of(a.mixed, T), conv_out = rows_of(a.conv_out, T), z = rows_of(a.z, T);
   Tensor ga = rows_of(a.a, T), gb = rows_of(a.b, T), g = rows_of(a.g, T), beta = rows_of(a.beta, T);
   Tensor core = rows_of(a.core, T), core_normed = rows_of(a.core_normed, T);
-  backend_.matmul(x, w.in_proj_qkv, mixed);
-  backend_.matmul(x, w.in_proj_z, z);
-  backend_.matmul(x, w.in_proj_a, ga);
-  backend_.matmul(x, w.in_proj_b, gb);
+  const Tensor projections[] = {w.in_proj_qkv, w.in_proj_z, w.in_proj_a, w.in_proj_b};
+  const Tensor outputs[] = {mixed, z, ga, gb};
+  backend_.matmul_group(x, projections, outputs);
   GdnState& state = cache_.state(layer);
   backend_.gdn_conv(mixed, w.conv1d, state, batch_, conv_out);
   backend_.gdn_gates(ga, gb, w.A_log, w.dt_bias, g, beta);
@@ -356,8 +357,9 @@ void ModelRunner::mlp(int layer, int T) {
   Activations& a = *act_;
   Tensor x = rows_of(a.normed, T);  // post-attention norm of the residual stream (step())
   Tensor gate = rows_of(a.mlp_gate, T), up = rows_of(a.mlp_up, T);
-  backend_.matmul(x, L.mlp.gate_proj, gate);
-  backend_.matmul(x, L.mlp.up_proj, up);
+  const Tensor projections[] = {L.mlp.gate_proj, L.mlp.up_proj};
+  const Tensor outputs[] = {gate, up};
+  backend_.matmul_group(x, projections, outputs);
   backend_.swiglu(gate, up, gate);
   backend_.matmul(gate, L.mlp.down_proj, rows_of(a.mixer_out, T));
 }

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "backend/cpu/cpu_ops.h"
 #include "gpu_test_util.h"
 
@@ -48,7 +50,8 @@ TEST_P(GpuOps, Embed) {
 
 TEST_P(GpuOps, RmsNormAndGatedRmsNorm) {
   for (DType wt : {DType::F32, DType::BF16})
-    for (auto [R, n] : std::vector<std::pair<int64_t, int64_t>>{{5, 5120}, {3, 333}, {48 * 3, 128}}) {
+    for (auto [R, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {5, 5120}, {3, 333}, {48 * 3, 128}, {2, 2048}, {3, 4096}, {2, 1024}, {2, 16384}, {7, 36}}) {
       HostTensor x(DType::F32, {R, n}), z(DType::F32, {R, n}), w(wt, {n}), out(DType::F32, {R, n});
       x.random(rng, -3, 3), z.random(rng, -4, 4), w.random(rng, -0.5f, 0.5f);
       DeviceTensor dx(*gpu, x), dz(*gpu, z), dw(*gpu, w), dout(*gpu, out);
@@ -138,6 +141,47 @@ TEST_P(GpuOps, MatmulWithVendorBlas) {
       for (const MatmulCase& c : cases)
         check_matmul(*blas, c, rng, " gemv_max " + std::to_string(gemv_max) + " tensor cores " + std::to_string(tensor_cores));
     }
+}
+
+// matmul_group: the projections of one input in one launch per kernel (the GEMV and the tensor-core
+// kernel take the whole group). Each output against the CPU's matmul: the GDN layer's four input
+// projections (two wide, two narrow: at 3..16 rows the narrow ones take the GEMV and the wide ones
+// tensor cores in the bf16 mode), attention q/k/v and the MLP's gate/up, at decode and prefill sizes,
+// in both precision modes.
+TEST_P(GpuOps, MatmulGroup) {
+  struct GroupCase {
+    int64_t T, K;
+    std::vector<int64_t> N;
+    DType w;
+  };
+  const std::vector<GroupCase> cases = {
+      {1, 5120, {10240, 6144, 48, 48}, DType::BF16}, {2, 1024, {4096, 2048, 16, 16}, DType::BF16},
+      {5, 5120, {10240, 6144, 48, 48}, DType::BF16}, {13, 640, {1200, 300, 7, 9}, DType::F16},
+      {32, 1024, {2000, 256, 256}, DType::BF16},     {40, 640, {1100, 1100}, DType::BF16},
+      {3, 77, {33, 5}, DType::F32},                   {1, 4096, {12288, 12288}, DType::BF16}};
+  for (const char* mode : {"float32", "bfloat16"}) {
+    auto be = make_gpu_backend(0, gpu_options_for_dtype(mode, GetParam()));
+    for (const GroupCase& c : cases) {
+      HostTensor x(DType::F32, {c.T, c.K});
+      x.random(rng);
+      DeviceTensor dx(*be, x);
+      std::deque<HostTensor> ws, ys;  // deques: elements never move (the tensors point into them)
+      std::deque<DeviceTensor> dws, dys;
+      for (int64_t N : c.N) {
+        ws.emplace_back(c.w, std::initializer_list<int64_t>{N, c.K}).random(rng, -0.1f, 0.1f);
+        ys.emplace_back(DType::F32, std::initializer_list<int64_t>{c.T, N});
+        dws.emplace_back(*be, ws.back()), dys.emplace_back(*be, ys.back());
+      }
+      std::vector<Tensor> w_views, y_views;
+      for (size_t i = 0; i < c.N.size(); ++i) w_views.push_back(dws[i].t), y_views.push_back(dys[i].t);
+      be->matmul_group(dx.t, w_views, y_views);
+      for (size_t i = 0; i < c.N.size(); ++i) {
+        cpu::matmul(x.t, ws[i].t, ys[i].t);
+        EXPECT_LT(relative_error(dys[i].floats(), ys[i].floats()), matmul_tolerance(c.w))
+            << mode << " T=" << c.T << " K=" << c.K << " part " << i << " N=" << c.N[i];
+      }
+    }
+  }
 }
 
 TEST_P(GpuOps, ElementwiseAndGather) {

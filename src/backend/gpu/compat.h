@@ -185,6 +185,31 @@ struct MaxOp {
 template <int Lanes> __device__ __forceinline__ float warp_sum(float v) { return warp_reduce<Lanes>(v, SumOp{}); }
 template <int Lanes> __device__ __forceinline__ float warp_max(float v) { return warp_reduce<Lanes>(v, MaxOp{}); }
 
+// ---- overlapping a kernel with the one before it (CUDA, sm_90+: programmatic dependent launch) ---
+// A kernel launched with launch_overlapping (kernels.h) may start while the kernel before it is still
+// running, once every block of that one has called let_next_kernel_start (or exited). It must call
+// wait_for_previous_kernel before it reads anything an earlier kernel wrote and before it writes
+// anything; only reads of memory no kernel writes (weights) may come before. Elsewhere both are no-ops
+// and kernels run one after the other.
+__device__ __forceinline__ void let_next_kernel_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// Starts fetching the 16 bytes at p into L2 (a read of memory no kernel writes).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
 // Sum over the whole (1-D) block, returned to every thread. blockDim.x must be a multiple of Lanes and
 // every thread must call it. `scratch` holds at least blockDim.x / Lanes floats.
 template <int Lanes>

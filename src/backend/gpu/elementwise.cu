@@ -23,12 +23,15 @@ __global__ void add_kernel(float* x, const float* y, int64_t n) {
     x[i] += y[i];
 }
 
+// Both feed a matmul: the GEMV may start streaming its weights while they run.
 __global__ void swiglu_kernel(const float* gate, const float* up, float* out, int64_t n) {
+  let_next_kernel_start();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[i] = silu(gate[i]) * up[i];
 }
 
 __global__ void sigmoid_mul_kernel(float* x, const float* gate, int64_t n) {
+  let_next_kernel_start();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] *= sigmoid(gate[i]);
 }

@@ -70,6 +70,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     gpuDeviceProp_t p{};
     GPU_CHECK(gpuGetDeviceProperties(&p, device_));
     name_ = fmt::format("{}:{} ({})", kind() == DeviceKind::Cuda ? "cuda" : "hip", device_, p.name);
+    overlap_ = kind() == DeviceKind::Cuda && p.major >= 9 && gpu::kernels_can_overlap();
   }
 
   // A destructor cannot throw, and a failing device at shutdown leaves nothing to recover: the results
@@ -188,6 +189,18 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     DCU_CHECK(f32(x) && f32(y) && w.cols() == K && y.rows() == T && y.cols() == N);
     gpu::launch_matmul(launch(), {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, N}, *this);
   }
+  void matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) override {
+    DCU_CHECK(ws.size() == ys.size() && !ws.empty() && ws.size() <= kMaxMatmulGroup && f32(x));
+    const int64_t T = x.rows(), K = x.cols();
+    static_assert(gpu::kMaxMatmulGroup == int(kMaxMatmulGroup));
+    gpu::MatmulArgs group[kMaxMatmulGroup];
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const Tensor &w = ws[i], &y = ys[i];
+      DCU_CHECK(w.dtype == ws[0].dtype && f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
+      group[i] = {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, w.rows()};
+    }
+    gpu::launch_matmul_group(launch(), group, int(ws.size()), *this);
+  }
   void add(Tensor x, const Tensor& y) override {
     DCU_CHECK(f32(x) && f32(y) && x.numel() == y.numel());
     gpu::launch_add(launch(), x.as<float>(), y.as<float>(), x.numel());
@@ -304,7 +317,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_};
+    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_, overlap_};
   }
   void drop_graph(uint64_t key) {
     auto it = graphs_.find(key);
@@ -332,6 +345,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   int lanes_ = gpu::kNativeLanes;
   int gemv_max_tokens_ = gpu::kGemvMaxTokens;
   bool tensor_cores_ = false;
+  bool overlap_ = false;
   gpuStream_t stream_ = nullptr;
   void* blas_ = nullptr;
   void* scratch_ = nullptr;

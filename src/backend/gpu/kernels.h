@@ -18,6 +18,7 @@ struct Launch {
   void* blas = nullptr;  // cublasHandle_t on CUDA builds when large 16-bit matmuls go to cuBLAS, else null
   int gemv_max_tokens = 16;  // matmuls with at most this many token rows use the GEMV
   bool tensor_cores = false;  // CUDA vendor-BLAS mode: decode batches above the GEMV on tensor cores
+  bool overlap = false;       // launch_overlapping may overlap kernels (CUDA, compute capability 9.0+)
 };
 
 // Backend-owned device scratch that grows on demand (ops never allocate their outputs).
@@ -56,7 +57,14 @@ struct MatmulArgs {
 };
 // The GEMV kernel (weights streamed once for all rows) handles at most this many token rows.
 constexpr int64_t kGemvMaxTokens = 16;
-void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
+// Matmuls of the same x (and so T, K) and weight dtype, each y = x . w^T; the GEMV and the tensor-core
+// kernel run a whole group as one launch.
+// (The kernels build as C++17: no std::span here.)
+constexpr int kMaxMatmulGroup = 4;  // = dcu::kMaxMatmulGroup (backend.h)
+void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch);
+inline void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) { launch_matmul_group(l, &a, 1, scratch); }
+// Whether this device runs kernels built with the waits that launch_overlapping needs (sm_90+ code).
+bool kernels_can_overlap();
 // x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo.
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type);
 
@@ -64,8 +72,8 @@ void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t
 // Decode batches of 16-bit weights on tensor cores, weights read once (the vendor-BLAS mode's path
 // between the GEMV and cuBLAS).
 constexpr int64_t kTensorCoreMaxTokens = 32;
-bool tensor_core_matmul_fits(const MatmulArgs& a);  // dtype, T, K multiple of 256, 16-byte alignment
-void launch_tensor_core_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch);
+bool tensor_core_matmul_fits(const MatmulArgs& a);  // dtype, T, K multiple of 64, 16-byte alignment
+void launch_tensor_core_matmul(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch);
 
 // ---- attention.cu --------------------------------------------------------------------------------
 struct AttentionPrepArgs {
@@ -145,6 +153,43 @@ void launch_copy_columns(const Launch& l, const float* x, int64_t R, int64_t w, 
                          int64_t column);
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
+// The entry of a group kernel's index i in `ends` (running totals, entries past the group equal to the
+// last): a compare chain and selects, so that kernel-parameter arrays are not copied to the stack to
+// be indexed.
+template <typename I>
+__device__ __forceinline__ int group_entry(const I (&ends)[kMaxMatmulGroup], I i) {
+  int p = 0;
+#pragma unroll
+  for (int e = 0; e + 1 < kMaxMatmulGroup; ++e) p += i >= ends[e];
+  return p;
+}
+template <typename T>
+__device__ __forceinline__ T group_pick(const T (&values)[kMaxMatmulGroup], int p) {
+  T v = values[0];
+#pragma unroll
+  for (int e = 1; e < kMaxMatmulGroup; ++e) v = p == e ? values[e] : v;
+  return v;
+}
+
+// kernel<<<grid, block, 0, l.stream>>>(args...), allowed to start before the previous kernel ends
+// when l.overlap (see let_next_kernel_start in compat.h: the kernel must wait_for_previous_kernel).
+template <typename... Params, typename... Args>
+void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+#if defined(DCUSERVE_CUDA)
+  if (l.overlap) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid, config.blockDim = block, config.stream = l.stream;
+    config.attrs = &attribute, config.numAttrs = 1;
+    GPU_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
+    return;
+  }
+#endif
+  kernel<<<grid, block, 0, l.stream>>>(Params(args)...);
+}
+
 // Runs f(T{}) with T the device element type of `t` (float, F16 or Bf16).
 template <typename F>
 void with_elem_type(DType t, F&& f) {

@@ -13,6 +13,8 @@
 //  - larger T, HIP builds that find rocBLAS (Hygon DTK, ROCm), F16 weights: the same split and two
 //    rocblas_gemm_ex calls. Debian has no rocBLAS, so CI builds the portable path only.
 
+#include <algorithm>
+
 #include "backend/gpu/kernels.h"
 
 #if defined(DCUSERVE_CUDA)
@@ -25,7 +27,9 @@ namespace dcu::gpu {
 namespace {
 
 constexpr int kGemvThreads = 256;
-constexpr int kGemvColumns = 4;  // output columns per block: C weight loads in flight per thread
+// Output columns per block: C weight loads in flight per thread. (8 measured 3-7 % slower at T = 1 on
+// the 27B shapes: fewer, longer blocks.)
+constexpr int kGemvColumns = 4;
 
 // 16 bytes of weights; on CUDA marked streaming (read once: leave L1 to the activations).
 __device__ __forceinline__ uint4 load16(const void* p) {
@@ -58,17 +62,36 @@ __device__ __forceinline__ void load8(const H* w, float* out) {
 typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
 #endif
 
-// grid (ceil(N / C)), block kGemvThreads. x [T, K], w [N, K], y [T, N]; TR >= T token rows.
+// The matrices of one GEMV launch: part p owns blocks [block_end[p - 1], block_end[p]).
+template <typename W>
+struct GemvParts {
+  const W* w[kMaxMatmulGroup];   // [N, K]
+  float* y[kMaxMatmulGroup];     // [T, N]
+  int64_t N[kMaxMatmulGroup];
+  unsigned block_end[kMaxMatmulGroup];
+};
+
+// grid (sum of ceil(N_p / C)), block kGemvThreads. x [T, K]; TR >= T token rows.
 // Vec: K % 8 == 0 and 16-byte aligned rows (thread i takes chunks i, i + threads, ...); otherwise
 // element-wise over K.
 template <int Lanes, int TR, int C, typename W, bool Vec>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restrict__ x, const W* __restrict__ w,
-                                                            float* __restrict__ y, int T, int64_t K, int64_t N) {
+__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts,
+                                                            int T, int64_t K) {
   __shared__ float partial[kGemvThreads / Lanes][C * TR];
-  const int64_t n0 = int64_t(blockIdx.x) * C;
+  const int p = group_entry(parts.block_end, unsigned(blockIdx.x));
+  const W* __restrict__ w = group_pick(parts.w, p);
+  float* __restrict__ y = group_pick(parts.y, p);
+  const int64_t N = group_pick(parts.N, p);
+  const int64_t n0 = int64_t(blockIdx.x - (p > 0 ? group_pick(parts.block_end, p - 1) : 0u)) * C;
   const W* wr[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) wr[c] = w + min(n0 + c, N - 1) * K;  // past N: re-reads the last row, unused
+  // Launched overlapping the kernel that produces x: the first weights start coming while it finishes.
+  if (int64_t(threadIdx.x) * 8 < K)
+#pragma unroll
+    for (int c = 0; c < C; ++c) prefetch_l2(wr[c] + threadIdx.x * 8);
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   float acc[C][TR];
 #pragma unroll
   for (int c = 0; c < C; ++c)
@@ -197,16 +220,24 @@ __global__ void __launch_bounds__(kTileThreads) gemm_tiled_kernel(const float* x
 }
 
 template <int Lanes, typename W>
-void launch_gemv(const Launch& l, const MatmulArgs& a) {
-  const bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
-  const unsigned grid = blocks_for(a.N, kGemvColumns);
-  const W* w = static_cast<const W*>(a.w);
+void launch_gemv(const Launch& l, const MatmulArgs* group, int count) {
+  const MatmulArgs& a = group[0];  // x, T and K are the group's
+  bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
+  for (int p = 0; p < count; ++p) vec = vec && reinterpret_cast<uintptr_t>(group[p].w) % 16 == 0;
   const int T = int(a.T);
   auto go = [&](auto tr) {
-    constexpr int TR = decltype(tr)::value;
-    if (vec) gemv_kernel<Lanes, TR, kGemvColumns, W, true><<<grid, kGemvThreads, 0, l.stream>>>(a.x, w, a.y, T, a.K, a.N);
-    else gemv_kernel<Lanes, TR, kGemvColumns, W, false><<<grid, kGemvThreads, 0, l.stream>>>(a.x, w, a.y, T, a.K, a.N);
+    constexpr int TR = decltype(tr)::value, C = kGemvColumns;
+    GemvParts<W> parts{};
+    unsigned grid = 0;
+    for (int p = 0; p < count; ++p) {
+      parts.w[p] = static_cast<const W*>(group[p].w);
+      parts.y[p] = group[p].y;
+      parts.N[p] = group[p].N;
+      parts.block_end[p] = grid += blocks_for(group[p].N, C);
+    }
+    for (int p = count; p < kMaxMatmulGroup; ++p) parts.block_end[p] = grid;  // group_entry reads them
+    if (vec) launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, true>, grid, kGemvThreads, a.x, parts, T, a.K);
+    else launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, false>, grid, kGemvThreads, a.x, parts, T, a.K);
   };
   if (T == 1) go(std::integral_constant<int, 1>{});
   else if (T <= 2) go(std::integral_constant<int, 2>{});
@@ -218,6 +249,7 @@ void launch_gemv(const Launch& l, const MatmulArgs& a) {
 // x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even).
 template <typename H>
 __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
+  let_next_kernel_start();  // the tensor-core kernel's first weights
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     H h;
     from_f32(x[i], &h);
@@ -299,31 +331,61 @@ bool use_gemv(const Launch& l, const MatmulArgs& a) {
 
 }  // namespace
 
+bool kernels_can_overlap() {
+#if defined(DCUSERVE_CUDA)
+  // The device code that runs must have been built for sm_90+ (a binary for an older architecture
+  // running on a newer GPU has no wait_for_previous_kernel in it).
+  cudaFuncAttributes attributes{};
+  const auto kernel = gemv_kernel<32, 1, kGemvColumns, Bf16, true>;
+  return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess && attributes.binaryVersion >= 90;
+#else
+  return false;
+#endif
+}
+
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type) {
   if (type == DType::BF16) split<Bf16>(l, x, static_cast<Bf16*>(hi), static_cast<Bf16*>(lo), n);
   else split<F16>(l, x, static_cast<F16*>(hi), static_cast<F16*>(lo), n);
 }
 
-void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
-  if (a.T == 0 || a.N == 0) return;
-  with_elem_type(a.w_type, [&](auto e) {
+void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch) {
+  // Each matmul goes to the GEMV or to the larger kernels by its shape; each set runs as one launch
+  // where its kernel takes groups (the GEMV, the tensor-core kernel).
+  MatmulArgs gemv[kMaxMatmulGroup], larger[kMaxMatmulGroup];
+  int gemv_count = 0, larger_count = 0;
+  for (int i = 0; i < count; ++i) {
+    const MatmulArgs& a = group[i];
+    if (a.T == 0 || a.N == 0) continue;
+    if (use_gemv(l, a)) gemv[gemv_count++] = a;
+    else larger[larger_count++] = a;
+  }
+  with_elem_type(group[0].w_type, [&](auto e) {
     using W = decltype(e);
-    if (use_gemv(l, a)) {
-      with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, W>(l, a); });
-      return;
-    }
+    if (gemv_count > 0)
+      with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, W>(l, gemv, gemv_count); });
+    if (larger_count == 0) return;
 #if defined(DCUSERVE_CUDA)
     if constexpr (!std::is_same_v<W, float>) {
-      if (l.tensor_cores && tensor_core_matmul_fits(a)) return launch_tensor_core_matmul(l, a, scratch);
-      if (l.blas) return blas_matmul<W>(l, a, scratch);
+      if (l.tensor_cores && std::all_of(larger, larger + larger_count, tensor_core_matmul_fits))
+        return launch_tensor_core_matmul(l, larger, larger_count, scratch);
+      if (l.blas) {
+        for (int i = 0; i < larger_count; ++i) blas_matmul<W>(l, larger[i], scratch);
+        return;
+      }
     }
 #elif defined(DCUSERVE_ROCBLAS)
     if constexpr (std::is_same_v<W, F16>) {
-      if (l.blas) return blas_matmul_f16(l, a, scratch);
+      if (l.blas) {
+        for (int i = 0; i < larger_count; ++i) blas_matmul_f16(l, larger[i], scratch);
+        return;
+      }
     }
 #endif
-    const dim3 grid(blocks_for(a.N, kTile), blocks_for(a.T, kTile));
-    gemm_tiled_kernel<W><<<grid, kTileThreads, 0, l.stream>>>(a.x, static_cast<const W*>(a.w), a.y, a.T, a.K, a.N);
+    for (int i = 0; i < larger_count; ++i) {
+      const MatmulArgs& a = larger[i];
+      const dim3 grid(blocks_for(a.N, kTile), blocks_for(a.T, kTile));
+      gemm_tiled_kernel<W><<<grid, kTileThreads, 0, l.stream>>>(a.x, static_cast<const W*>(a.w), a.y, a.T, a.K, a.N);
+    }
   });
   GPU_CHECK_LAUNCH();
 }
