@@ -26,6 +26,7 @@ constexpr int kPrefillMinRows = 64, kPrefillRowsPerSeq = 4;
 // grid (T, nh + nkv), block kPrepThreads; dynamic shared memory d floats.
 template <int Lanes, typename N>
 __global__ void attention_prep_kernel(AttentionPrepArgs a, const N* q_norm, const N* k_norm) {
+  start_after_previous_kernel();
   extern __shared__ float head[];
   __shared__ float scratch[kPrepThreads / 32];
   const int t = blockIdx.x, h = blockIdx.y, d = a.d;
@@ -61,6 +62,7 @@ __global__ void attention_prep_kernel(AttentionPrepArgs a, const N* q_norm, cons
 
 template <typename E>
 __global__ void kv_write_kernel(const float* k, const float* v, const int32_t* slots, E* kc, E* vc, int64_t row) {
+  start_after_previous_kernel();
   const int64_t t = blockIdx.x, slot = slots[t];
   for (int64_t i = threadIdx.x; i < row; i += blockDim.x) {
     from_f32(k[t * row + i], &kc[slot * row + i]);
@@ -107,6 +109,7 @@ constexpr int kMaxGroup = 8;
 template <int Lanes, typename E, int C>
 __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAttentionArgs a, float* part_o,
                                                                        float* part_ml, int splits, int split_len) {
+  start_after_previous_kernel();
   extern __shared__ float smem[];
   const int G = a.nh / a.nkv, d = a.d;
   float* qs = smem;
@@ -209,6 +212,7 @@ constexpr int kPrefillMaxRows = 24;  // R: query vectors per block
 
 template <typename E>
 __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAttentionArgs a, int bq) {
+  start_after_previous_kernel();
   extern __shared__ float smem[];
   const int G = a.nh / a.nkv, d = a.d, dp = d + 1, R = bq * G;
   float* ps = smem;
@@ -312,6 +316,7 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
 
 // grid (T * nh), block threads over d: merges the splits with log-sum-exp weights.
 __global__ void merge_splits_kernel(const float* part_o, const float* part_ml, float* out, int splits, int d) {
+  start_after_previous_kernel();
   const int64_t th = blockIdx.x;
   float m = -INFINITY;
   for (int s = 0; s < splits; ++s)
@@ -340,8 +345,7 @@ void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a) {
       using N = decltype(e);
       if (a.k_norm_type != a.q_norm_type)
         fail_call("attention_prep", __FILE__, __LINE__, "q_norm and k_norm must share a dtype");
-      attention_prep_kernel<decltype(lanes)::value, N>
-          <<<dim3(a.T, a.nh + a.nkv), kPrepThreads, size_t(a.d) * sizeof(float), l.stream>>>(
+      launch_overlapping(l, attention_prep_kernel<decltype(lanes)::value, N>, dim3(a.T, a.nh + a.nkv), kPrepThreads, size_t(a.d) * sizeof(float), 
               a, static_cast<const N*>(a.q_norm), static_cast<const N*>(a.k_norm));
     });
   });
@@ -353,7 +357,7 @@ void launch_kv_cache_write(const Launch& l, const float* k, const float* v, cons
   if (T == 0) return;
   with_elem_type(cache_type, [&](auto e) {
     using E = decltype(e);
-    kv_write_kernel<E><<<unsigned(T), 256, 0, l.stream>>>(k, v, slot_mapping, static_cast<E*>(k_cache),
+    launch_overlapping(l, kv_write_kernel<E>, unsigned(T), 256, 0, k, v, slot_mapping, static_cast<E*>(k_cache),
                                                           static_cast<E*>(v_cache), row);
   });
   GPU_CHECK_LAUNCH();
@@ -370,7 +374,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
     with_elem_type(a.cache_type, [&](auto e) {
       auto kernel = prefill_attention_kernel<decltype(e)>;
       if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      kernel<<<dim3(a.nkv, blocks_for(a.T, bq)), kAttnThreads, smem, l.stream>>>(a, bq);
+      launch_overlapping(l, kernel, dim3(a.nkv, blocks_for(a.T, bq)), kAttnThreads, smem, a, bq);
     });
     GPU_CHECK_LAUNCH();
     return;
@@ -398,7 +402,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
       auto go = [&](auto c) {
         auto kernel = paged_attention_kernel<Lanes, decltype(e), decltype(c)::value>;
         if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        kernel<<<dim3(a.nkv, a.T, splits), kAttnThreads, smem, l.stream>>>(a, part_o, part_ml, splits, split_len);
+        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kAttnThreads, smem, a, part_o, part_ml, splits, split_len);
       };
       if (C == 8) go(std::integral_constant<int, 8>{});
       else if (C == 4) go(std::integral_constant<int, 4>{});
@@ -409,7 +413,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
   });
   GPU_CHECK_LAUNCH();
   if (splits > 1) {
-    merge_splits_kernel<<<unsigned(a.T * a.nh), 128, 0, l.stream>>>(part_o, part_ml, a.out, splits, a.d);
+    launch_overlapping(l, merge_splits_kernel, unsigned(a.T * a.nh), 128, 0, part_o, part_ml, a.out, splits, a.d);
     GPU_CHECK_LAUNCH();
   }
 }

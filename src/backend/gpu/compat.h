@@ -201,6 +201,11 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+// The first statement of a kernel launched with launch_overlapping that has nothing to fetch early.
+__device__ __forceinline__ void start_after_previous_kernel() {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+}
 // Starts fetching the 16 bytes at p into L2 (a read of memory no kernel writes).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
 #if defined(__CUDA_ARCH__)

@@ -13,31 +13,33 @@ __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-
 // grid (T), block threads over H.   table [V, H], out [T, H]
 template <typename E>
 __global__ void embed_kernel(const E* table, const int32_t* ids, float* out, int64_t H) {
+  start_after_previous_kernel();
   const int64_t t = blockIdx.x;
   const E* row = table + int64_t(ids[t]) * H;
   for (int64_t h = threadIdx.x; h < H; h += blockDim.x) out[t * H + h] = to_f32(row[h]);
 }
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
+  start_after_previous_kernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] += y[i];
 }
 
-// Both feed a matmul: the GEMV may start streaming its weights while they run.
 __global__ void swiglu_kernel(const float* gate, const float* up, float* out, int64_t n) {
-  let_next_kernel_start();
+  start_after_previous_kernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     out[i] = silu(gate[i]) * up[i];
 }
 
 __global__ void sigmoid_mul_kernel(float* x, const float* gate, int64_t n) {
-  let_next_kernel_start();
+  start_after_previous_kernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] *= sigmoid(gate[i]);
 }
 
 // grid (R).   x [T, H], out [R, H]
 __global__ void gather_rows_kernel(const float* x, const int32_t* rows, float* out, int64_t H) {
+  start_after_previous_kernel();
   const int64_t r = blockIdx.x;
   const float* src = x + int64_t(rows[r]) * H;
   for (int64_t h = threadIdx.x; h < H; h += blockDim.x) out[r * H + h] = src[h];
@@ -52,32 +54,32 @@ void launch_embed(const Launch& l, const void* table, DType table_type, const in
   if (T == 0) return;
   with_elem_type(table_type, [&](auto e) {
     using E = decltype(e);
-    embed_kernel<E><<<unsigned(T), kThreads, 0, l.stream>>>(static_cast<const E*>(table), ids, out, H);
+    launch_overlapping(l, embed_kernel<E>, unsigned(T), kThreads, 0, static_cast<const E*>(table), ids, out, H);
   });
   GPU_CHECK_LAUNCH();
 }
 
 void launch_add(const Launch& l, float* x, const float* y, int64_t n) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads, 0, l.stream>>>(x, y, n);
+  launch_overlapping(l, add_kernel, grid_for(n), kThreads, 0, x, y, n);
   GPU_CHECK_LAUNCH();
 }
 
 void launch_swiglu(const Launch& l, const float* gate, const float* up, float* out, int64_t n) {
   if (n == 0) return;
-  swiglu_kernel<<<grid_for(n), kThreads, 0, l.stream>>>(gate, up, out, n);
+  launch_overlapping(l, swiglu_kernel, grid_for(n), kThreads, 0, gate, up, out, n);
   GPU_CHECK_LAUNCH();
 }
 
 void launch_sigmoid_mul(const Launch& l, float* x, const float* gate, int64_t n) {
   if (n == 0) return;
-  sigmoid_mul_kernel<<<grid_for(n), kThreads, 0, l.stream>>>(x, gate, n);
+  launch_overlapping(l, sigmoid_mul_kernel, grid_for(n), kThreads, 0, x, gate, n);
   GPU_CHECK_LAUNCH();
 }
 
 void launch_gather_rows(const Launch& l, const float* x, const int32_t* rows, float* out, int64_t R, int64_t H) {
   if (R == 0) return;
-  gather_rows_kernel<<<unsigned(R), kThreads, 0, l.stream>>>(x, rows, out, H);
+  launch_overlapping(l, gather_rows_kernel, unsigned(R), kThreads, 0, x, rows, out, H);
   GPU_CHECK_LAUNCH();
 }
 

@@ -25,6 +25,7 @@ constexpr int kDeltaThreads = 256;
 template <typename W>
 __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_state, GdnBatch b, float* out, int64_t C,
                             int Kc) {
+  start_after_previous_kernel();
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int s = blockIdx.y;
   if (c >= C) return;
@@ -60,6 +61,7 @@ __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_sta
 template <typename A, typename D>
 __global__ void gates_kernel(const float* a, const float* b, const A* A_log, const D* dt_bias, float* g, float* beta,
                              int64_t n, int Hv) {
+  start_after_previous_kernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int j = int(i % Hv);
     const float x = a[i] + to_f32(dt_bias[j]);
@@ -75,6 +77,7 @@ __global__ void gates_kernel(const float* a, const float* b, const A* A_log, con
 // token, global latency off the serial chain); q, k sit in a double buffer in shared memory.
 template <int Lanes, int R>
 __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs a, GdnBatch b) {
+  start_after_previous_kernel();
   constexpr int NP = (2 * R * Lanes + kDeltaThreads - 1) / kDeltaThreads;  // q, k values per thread
   extern __shared__ float qk[];  // 2 x (q [dk] | k [dk])
   const int dk = a.dk, dv = a.dv, Hv = a.Hv;
@@ -169,6 +172,7 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
 // Thread (g, lane) holds column c = blockIdx.x * Lanes + lane, rows g, g + G, ... (R of them).
 template <int Lanes, int R>
 __global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaRuleArgs a, GdnBatch b) {
+  start_after_previous_kernel();
   constexpr int G = kDeltaThreads / Lanes;
   extern __shared__ float qk[];  // q [dk] | k [dk]
   __shared__ float mem_part[G][Lanes], out_part[G][Lanes], inv_norm[2];
@@ -250,7 +254,7 @@ void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DT
   if (Kc < 1 || Kc > kMaxConvTaps + 1) fail_call("gdn_conv", __FILE__, __LINE__, "conv kernel width must be 1..9");
   with_elem_type(weight_type, [&](auto e) {
     using W = decltype(e);
-    conv_kernel<W><<<dim3(blocks_for(C, kConvThreads), b.num_seqs), kConvThreads, 0, l.stream>>>(
+    launch_overlapping(l, conv_kernel<W>, dim3(blocks_for(C, kConvThreads), b.num_seqs), kConvThreads, 0, 
         mixed, static_cast<const W*>(weight), conv_state, b, out, C, Kc);
   });
   GPU_CHECK_LAUNCH();
@@ -264,7 +268,7 @@ void launch_gdn_gates(const Launch& l, const float* a, const float* b, const voi
     with_elem_type(dt_bias_type, [&](auto ed) {
       using A = decltype(ea);
       using D = decltype(ed);
-      gates_kernel<A, D><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 4096)), 256, 0, l.stream>>>(
+      launch_overlapping(l, gates_kernel<A, D>, unsigned(std::min<int64_t>(blocks_for(n, 256), 4096)), 256, 0, 
           a, b, static_cast<const A*>(A_log), static_cast<const D*>(dt_bias), g, beta, n, Hv);
     });
   });
@@ -281,7 +285,7 @@ void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBat
     if (a.max_rows_per_seq == 1 && a.dk <= 64 * G) {
       const dim3 grid(blocks_for(a.dv, Lanes), a.Hv, b.num_seqs);
       auto go = [&](auto r) {
-        delta_rule_decode_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, smem, l.stream>>>(a, b);
+        launch_overlapping(l, delta_rule_decode_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, smem, a, b);
       };
       if (a.dk <= 16 * G) go(std::integral_constant<int, 16>{});
       else if (a.dk <= 32 * G) go(std::integral_constant<int, 32>{});
@@ -290,7 +294,7 @@ void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBat
     }
     const dim3 grid(blocks_for(a.dv, kDeltaThreads / Lanes), a.Hv, b.num_seqs);
     auto go = [&](auto r) {
-      delta_rule_kernel<Lanes, decltype(r)::value><<<grid, kDeltaThreads, 2 * smem, l.stream>>>(a, b);
+      launch_overlapping(l, delta_rule_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, 2 * smem, a, b);
     };
     if (a.dk <= 2 * Lanes) go(std::integral_constant<int, 2>{});
     else if (a.dk <= 4 * Lanes) go(std::integral_constant<int, 4>{});

@@ -171,23 +171,23 @@ __device__ __forceinline__ T group_pick(const T (&values)[kMaxMatmulGroup], int 
   return v;
 }
 
-// kernel<<<grid, block, 0, l.stream>>>(args...), allowed to start before the previous kernel ends
+// kernel<<<grid, block, smem, l.stream>>>(args...), allowed to start before the previous kernel ends
 // when l.overlap (see let_next_kernel_start in compat.h: the kernel must wait_for_previous_kernel).
 template <typename... Params, typename... Args>
-void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args) {
 #if defined(DCUSERVE_CUDA)
   if (l.overlap) {
     cudaLaunchAttribute attribute{};
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config{};
-    config.gridDim = grid, config.blockDim = block, config.stream = l.stream;
+    config.gridDim = grid, config.blockDim = block, config.dynamicSmemBytes = smem, config.stream = l.stream;
     config.attrs = &attribute, config.numAttrs = 1;
     GPU_CHECK(cudaLaunchKernelEx(&config, kernel, Params(args)...));
     return;
   }
 #endif
-  kernel<<<grid, block, 0, l.stream>>>(Params(args)...);
+  kernel<<<grid, block, smem, l.stream>>>(Params(args)...);
 }
 
 // Runs f(T{}) with T the device element type of `t` (float, F16 or Bf16).

@@ -236,8 +236,8 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count) {
       parts.block_end[p] = grid += blocks_for(group[p].N, C);
     }
     for (int p = count; p < kMaxMatmulGroup; ++p) parts.block_end[p] = grid;  // group_entry reads them
-    if (vec) launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, true>, grid, kGemvThreads, a.x, parts, T, a.K);
-    else launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, false>, grid, kGemvThreads, a.x, parts, T, a.K);
+    if (vec) launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, true>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
+    else launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, false>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
   };
   if (T == 1) go(std::integral_constant<int, 1>{});
   else if (T <= 2) go(std::integral_constant<int, 2>{});
@@ -249,7 +249,7 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count) {
 // x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even).
 template <typename H>
 __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
-  let_next_kernel_start();  // the tensor-core kernel's first weights
+  start_after_previous_kernel();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     H h;
     from_f32(x[i], &h);
@@ -260,7 +260,7 @@ __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n) {
 
 template <typename H>
 void split(const Launch& l, const float* x, H* hi, H* lo, int64_t n) {
-  split_kernel<H><<<unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, l.stream>>>(x, hi, lo, n);
+  launch_overlapping(l, split_kernel<H>, unsigned(std::min<int64_t>(blocks_for(n, 256), 8192)), 256, 0, x, hi, lo, n);
   GPU_CHECK_LAUNCH();
 }
 

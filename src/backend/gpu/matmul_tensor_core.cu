@@ -145,6 +145,7 @@ struct SplitSums {
 };
 
 __global__ void sum_splits_kernel(const SplitSums sums, int S) {
+  start_after_previous_kernel();
   const int64_t total = sums.end[kMaxMatmulGroup - 1];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int p = group_entry(sums.end, i);
@@ -191,12 +192,12 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   launch_split16(l, a.x, hi, lo, n, a.w_type);
   const dim3 grid{unsigned(blocks), unsigned(S)};
   const dim3 block{kWarps * 32};
-  if (T <= 8) launch_overlapping(l, tensor_core_matmul_kernel<W, 1>, grid, block, hi, lo, parts, T, K, k_split);
-  else if (T <= 16) launch_overlapping(l, tensor_core_matmul_kernel<W, 2>, grid, block, hi, lo, parts, T, K, k_split);
-  else launch_overlapping(l, tensor_core_matmul_kernel<W, 4>, grid, block, hi, lo, parts, T, K, k_split);
+  if (T <= 8) launch_overlapping(l, tensor_core_matmul_kernel<W, 1>, grid, block, 0, hi, lo, parts, T, K, k_split);
+  else if (T <= 16) launch_overlapping(l, tensor_core_matmul_kernel<W, 2>, grid, block, 0, hi, lo, parts, T, K, k_split);
+  else launch_overlapping(l, tensor_core_matmul_kernel<W, 4>, grid, block, 0, hi, lo, parts, T, K, k_split);
   GPU_CHECK_LAUNCH();
   if (S > 1) {
-    sum_splits_kernel<<<unsigned(std::min<int64_t>((outputs + 255) / 256, 4096)), 256, 0, l.stream>>>(sums, S);
+    launch_overlapping(l, sum_splits_kernel, unsigned(std::min<int64_t>((outputs + 255) / 256, 4096)), 256, 0, sums, S);
     GPU_CHECK_LAUNCH();
   }
 }

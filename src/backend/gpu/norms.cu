@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_registers_kernel(float* x, const float* z, const W* w, float eps, float offset, float* out, int64_t R,
                               int n4, int row_threads) {
   __shared__ float scratch[kMaxThreads / 32];
-  let_next_kernel_start();  // a matmul reads the result: it may start fetching its weights
+  start_after_previous_kernel();  // a matmul reads the result: it may start fetching its weights
   const int rows_per_block = blockDim.x / row_threads, t = threadIdx.x % row_threads;
   const int64_t r = int64_t(blockIdx.x) * rows_per_block + threadIdx.x / row_threads;
   const bool live = r < R;  // uniform per logical warp; a block-wide row is always live
@@ -83,7 +83,7 @@ template <int Lanes, typename W, NormKind Kind>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_loop_kernel(float* x, const float* z, const W* w, float eps, float offset, float* out, int64_t n) {
   __shared__ float scratch[kMaxThreads / 32];
-  let_next_kernel_start();
+  start_after_previous_kernel();
   const int64_t r = blockIdx.x;
   float* xr = x + r * n;
   float ss = 0.0f;
@@ -114,14 +114,14 @@ void launch_norm(const Launch& l, float* x, const float* z, const void* w, DType
       const int row_threads = n4 <= Lanes * kMaxVectorsPerThread ? Lanes : n4 >= 1024 ? kMaxThreads : 256;
       const int per_thread = int((n4 + row_threads - 1) / row_threads);
       if (!vectors || per_thread > kMaxVectorsPerThread) {
-        rms_norm_loop_kernel<Lanes, W, Kind><<<unsigned(R), n >= 4096 ? kMaxThreads : 256, 0, l.stream>>>(
+        launch_overlapping(l, rms_norm_loop_kernel<Lanes, W, Kind>, unsigned(R), n >= 4096 ? kMaxThreads : 256, 0, 
             x, z, static_cast<const W*>(w), eps, offset, out, n);
         return;
       }
       const int threads = row_threads == Lanes ? 256 : row_threads;
       const unsigned blocks = unsigned((R + threads / row_threads - 1) / (threads / row_threads));
       auto go = [&](auto p) {
-        rms_norm_registers_kernel<Lanes, W, Kind, decltype(p)::value><<<blocks, threads, 0, l.stream>>>(
+        launch_overlapping(l, rms_norm_registers_kernel<Lanes, W, Kind, decltype(p)::value>, blocks, threads, 0, 
             x, z, static_cast<const W*>(w), eps, offset, out, R, int(n4), row_threads);
       };
       if (per_thread == 1) go(std::integral_constant<int, 1>{});
