@@ -17,4 +17,11 @@ void Backend::matmul_group(const Tensor& x, std::span<const Tensor> ws, std::spa
   for (size_t i = 0; i < ws.size(); ++i) matmul(x, ws[i], ys[i]);
 }
 
+void Backend::gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
+                             Tensor out) {
+  const Tensor ws[] = {gate_w, up_w}, ys[] = {gate, up};
+  matmul_group(x, ws, ys);
+  swiglu(gate, up, out);
+}
+
 }  // namespace dcu

@@ -93,6 +93,11 @@ class Backend {
   // launches as the backend manages (GPUs: one). ws[i] [N_i, K] of one dtype, ys[i] [T, N_i]; at most
   // kMaxMatmulGroup of them. The default runs matmul on each.
   virtual void matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys);
+  // The MLP's first half: out = silu(x . gate_w^T) * (x . up_w^T). gate, up [T, I] are scratch for
+  // the two products (a backend that fuses the steps may leave them untouched); out [T, I] may alias
+  // gate. The default runs matmul_group and swiglu.
+  virtual void gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
+                              Tensor out);
   // x += y, elementwise.   x, y [n] f32
   virtual void add(Tensor x, const Tensor& y) = 0;
   // out = silu(gate) * up.   gate, up, out [T, I]

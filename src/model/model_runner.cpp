@@ -357,10 +357,7 @@ void ModelRunner::mlp(int layer, int T) {
   Activations& a = *act_;
   Tensor x = rows_of(a.normed, T);  // post-attention norm of the residual stream (step())
   Tensor gate = rows_of(a.mlp_gate, T), up = rows_of(a.mlp_up, T);
-  const Tensor projections[] = {L.mlp.gate_proj, L.mlp.up_proj};
-  const Tensor outputs[] = {gate, up};
-  backend_.matmul_group(x, projections, outputs);
-  backend_.swiglu(gate, up, gate);
+  backend_.gate_up_swiglu(x, L.mlp.gate_proj, L.mlp.up_proj, gate, up, gate);
   backend_.matmul(gate, L.mlp.down_proj, rows_of(a.mixer_out, T));
 }
 

@@ -184,6 +184,34 @@ TEST_P(GpuOps, MatmulGroup) {
   }
 }
 
+// gate_up_swiglu: one GEMV pass whose epilogue applies silu(gate) * up (1 and 2 rows, and narrow
+// matrices up to 16 rows), or the two products and swiglu (more rows); against the CPU's two matmuls
+// and swiglu, with the output written over the gate scratch as the model runner does.
+TEST_P(GpuOps, GateUpSwiglu) {
+  struct Case {
+    int64_t T, K, N;
+    DType w;
+  };
+  const std::vector<Case> cases = {{1, 5120, 17408, DType::BF16}, {2, 1024, 3584, DType::F16},
+                                   {1, 77, 33, DType::F32},       {12, 640, 1000, DType::BF16},
+                                   {5, 512, 2001, DType::BF16},   {40, 640, 300, DType::BF16}};
+  for (const char* mode : {"float32", "bfloat16"}) {
+    auto be = make_gpu_backend(0, gpu_options_for_dtype(mode, GetParam()));
+    for (const Case& c : cases) {
+      HostTensor x(DType::F32, {c.T, c.K}), gw(c.w, {c.N, c.K}), uw(c.w, {c.N, c.K});
+      HostTensor gate(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N}), want(DType::F32, {c.T, c.N});
+      x.random(rng), gw.random(rng, -0.1f, 0.1f), uw.random(rng, -0.1f, 0.1f);
+      cpu::matmul(x.t, gw.t, gate.t);
+      cpu::matmul(x.t, uw.t, up.t);
+      cpu::swiglu(gate.t, up.t, want.t);
+      DeviceTensor dx(*be, x), dgw(*be, gw), duw(*be, uw), dgate(*be, gate), dup(*be, up);
+      be->gate_up_swiglu(dx.t, dgw.t, duw.t, dgate.t, dup.t, dgate.t);
+      EXPECT_LT(relative_error(dgate.floats(), want.floats()), matmul_tolerance(c.w))
+          << mode << " T=" << c.T << " K=" << c.K << " N=" << c.N;
+    }
+  }
+}
+
 TEST_P(GpuOps, ElementwiseAndGather) {
   for (int64_t n : {int64_t(7) * 17408, int64_t(1001)}) {
     HostTensor a(DType::F32, {n}), b(DType::F32, {n}), out(DType::F32, {n});

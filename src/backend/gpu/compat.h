@@ -206,7 +206,7 @@ __device__ __forceinline__ void start_after_previous_kernel() {
   wait_for_previous_kernel();
   let_next_kernel_start();
 }
-// Starts fetching the 16 bytes at p into L2 (a read of memory no kernel writes).
+// Starts fetching the cache line holding p into L2 (a read of memory no kernel writes).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
 #if defined(__CUDA_ARCH__)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

@@ -201,6 +201,15 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     }
     gpu::launch_matmul_group(launch(), group, int(ws.size()), *this);
   }
+  void gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
+                      Tensor out) override {
+    const int64_t T = x.rows(), K = x.cols(), N = gate_w.rows();
+    DCU_CHECK(f32(x) && f32(gate) && f32(up) && f32(out) && up_w.dtype == gate_w.dtype && gate_w.cols() == K &&
+              up_w.rows() == N && up_w.cols() == K && gate.rows() == T && gate.cols() == N &&
+              up.numel() == gate.numel() && out.numel() == gate.numel());
+    gpu::launch_gate_up_swiglu(launch(), {x.as<float>(), gate_w.data, gate_w.dtype, gate.as<float>(), T, K, N},
+                               {x.as<float>(), up_w.data, up_w.dtype, up.as<float>(), T, K, N}, out.as<float>(), *this);
+  }
   void add(Tensor x, const Tensor& y) override {
     DCU_CHECK(f32(x) && f32(y) && x.numel() == y.numel());
     gpu::launch_add(launch(), x.as<float>(), y.as<float>(), x.numel());

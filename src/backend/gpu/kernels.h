@@ -63,6 +63,9 @@ constexpr int64_t kGemvMaxTokens = 16;
 constexpr int kMaxMatmulGroup = 4;  // = dcu::kMaxMatmulGroup (backend.h)
 void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch);
 inline void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) { launch_matmul_group(l, &a, 1, scratch); }
+// out [T, N] = silu(gate product) * up product, where gate.y, up.y [T, N] hold the products on the
+// paths that need them (the GEMV path fuses all three and leaves them untouched).
+void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out, Scratch& scratch);
 // Whether this device runs kernels built with the waits that launch_overlapping needs (sm_90+ code).
 bool kernels_can_overlap();
 // x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo.

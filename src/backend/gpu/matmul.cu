@@ -69,6 +69,9 @@ struct GemvParts {
   float* y[kMaxMatmulGroup];     // [T, N]
   int64_t N[kMaxMatmulGroup];
   unsigned block_end[kMaxMatmulGroup];
+  // The MLP's gate and up projections (w[0], w[1]) as one: a block takes C / 2 rows of each and
+  // writes y[0] = silu(gate) * up.
+  bool swiglu = false;
 };
 
 // grid (sum of ceil(N_p / C)), block kGemvThreads. x [T, K]; TR >= T token rows.
@@ -82,10 +85,13 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
   const W* __restrict__ w = group_pick(parts.w, p);
   float* __restrict__ y = group_pick(parts.y, p);
   const int64_t N = group_pick(parts.N, p);
-  const int64_t n0 = int64_t(blockIdx.x - (p > 0 ? group_pick(parts.block_end, p - 1) : 0u)) * C;
+  const int64_t block = blockIdx.x - (p > 0 ? group_pick(parts.block_end, p - 1) : 0u);
+  const int columns = parts.swiglu ? C / 2 : C;  // output columns of the block
+  const int64_t n0 = block * columns;
   const W* wr[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) wr[c] = w + min(n0 + c, N - 1) * K;  // past N: re-reads the last row, unused
+  for (int c = 0; c < C; ++c)  // past N: re-reads the last row, unused
+    wr[c] = (c < columns ? w : parts.w[1]) + min(n0 + c % columns, N - 1) * K;
   // Launched overlapping the kernel that produces x: the first weights start coming while it finishes.
   if (int64_t(threadIdx.x) * 8 < K)
 #pragma unroll
@@ -166,12 +172,18 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
         if (lane == 0) partial[warp][c * TR + t] = s;
       }
   __syncthreads();
-  for (int i = threadIdx.x; i < C * TR; i += kGemvThreads) {
+  for (int i = threadIdx.x; i < columns * TR; i += kGemvThreads) {
     const int c = i / TR, t = i % TR;
     if (t < T && n0 + c < N) {
       float s = 0.0f;
 #pragma unroll
       for (int v = 0; v < kGemvThreads / Lanes; ++v) s += partial[v][i];
+      if (parts.swiglu) {  // s is the gate; the up projection's sum is C / 2 columns further
+        float up = 0.0f;
+#pragma unroll
+        for (int v = 0; v < kGemvThreads / Lanes; ++v) up += partial[v][i + columns * TR];
+        s = s / (1.0f + expf(-s)) * up;
+      }
       y[int64_t(t) * N + n0 + c] = s;
     }
   }
@@ -219,8 +231,9 @@ __global__ void __launch_bounds__(kTileThreads) gemm_tiled_kernel(const float* x
     }
 }
 
+// count matmuls of one x, or (swiglu) group[0] = gate and group[1] = up into group[0].y.
 template <int Lanes, typename W>
-void launch_gemv(const Launch& l, const MatmulArgs* group, int count) {
+void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu = false) {
   const MatmulArgs& a = group[0];  // x, T and K are the group's
   bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
   for (int p = 0; p < count; ++p) vec = vec && reinterpret_cast<uintptr_t>(group[p].w) % 16 == 0;
@@ -228,12 +241,13 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count) {
   auto go = [&](auto tr) {
     constexpr int TR = decltype(tr)::value, C = kGemvColumns;
     GemvParts<W> parts{};
+    parts.swiglu = swiglu;
     unsigned grid = 0;
     for (int p = 0; p < count; ++p) {
       parts.w[p] = static_cast<const W*>(group[p].w);
       parts.y[p] = group[p].y;
       parts.N[p] = group[p].N;
-      parts.block_end[p] = grid += blocks_for(group[p].N, C);
+      parts.block_end[p] = grid += swiglu ? (p == 0 ? blocks_for(group[p].N, C / 2) : 0) : blocks_for(group[p].N, C);
     }
     for (int p = count; p < kMaxMatmulGroup; ++p) parts.block_end[p] = grid;  // group_entry reads them
     if (vec) launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, true>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
@@ -346,6 +360,22 @@ bool kernels_can_overlap() {
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type) {
   if (type == DType::BF16) split<Bf16>(l, x, static_cast<Bf16*>(hi), static_cast<Bf16*>(lo), n);
   else split<F16>(l, x, static_cast<F16*>(hi), static_cast<F16*>(lo), n);
+}
+
+void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out, Scratch& scratch) {
+  if (gate.T == 0 || gate.N == 0) return;
+  if (use_gemv(l, gate)) {  // one pass: the GEMV's epilogue applies silu(gate) * up
+    MatmulArgs fused[2] = {gate, up};
+    fused[0].y = out;
+    with_elem_type(gate.w_type, [&](auto e) {
+      with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, decltype(e)>(l, fused, 2, true); });
+    });
+    GPU_CHECK_LAUNCH();
+    return;
+  }
+  const MatmulArgs pair[2] = {gate, up};
+  launch_matmul_group(l, pair, 2, scratch);
+  launch_swiglu(l, gate.y, up.y, out, gate.T * gate.N);
 }
 
 void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch) {
