@@ -342,8 +342,9 @@ TEST_P(GpuOps, GdnConvAndGates) {
 
 TEST_P(GpuOps, GdnDeltaRule) {
   const std::vector<GdnDims> shapes = {{16, 48, 128, 128, 4}, {2, 6, 32, 32, 4}, {3, 6, 40, 24, 4}};
-  // mixed prefill/decode (the recurrent walk) and decode only (the one-token kernel)
-  const std::vector<std::vector<std::pair<int, int>>> batches = {{{10, 1}, {0, 20}, {5, 70}, {0, 1}},
+  // mixed prefill/decode (the recurrent walk, chunks of 8 tokens staged: 20 and 70 leave partial ones,
+  // 300 walks many) and decode only (the one-token kernel)
+  const std::vector<std::vector<std::pair<int, int>>> batches = {{{10, 1}, {0, 20}, {5, 70}, {0, 1}, {3, 300}},
                                                                  {{10, 1}, {0, 1}, {300, 1}, {7, 1}, {1, 1}}};
   for (const auto& seqs : batches)
   for (const GdnDims& dims : shapes) {

@@ -20,6 +20,7 @@ namespace {
 constexpr int kConvThreads = 128;
 constexpr int kMaxConvTaps = 8;
 constexpr int kDeltaThreads = 256;
+constexpr int kDeltaChunk = 8;  // prefill tokens staged in shared memory at a time
 
 // grid (ceil(C / kConvThreads), S); one thread per channel walks its sequence's rows in order.
 template <typename W>
@@ -71,20 +72,26 @@ __global__ void gates_kernel(const float* a, const float* b, const A* A_log, con
   }
 }
 
-// grid (ceil(dv / warps), Hv, S), block kDeltaThreads; shared q, k [dk] of the current token.
-// Each logical warp owns a state column in registers for the whole token loop. The next token's q, k,
-// decay, beta and v are loaded into registers while the current token is computed (one barrier per
-// token, global latency off the serial chain); q, k sit in a double buffer in shared memory.
+// grid (ceil(dv / W), Hv, S), block kDeltaThreads = W logical warps. Each logical warp owns a state
+// column in registers for the whole token walk. Tokens are staged kDeltaChunk at a time in shared
+// memory (q, k, their inverse norms, decay, beta, each warp's v): the next chunk's loads are issued
+// before the current chunk is walked and land in the other buffer after it, so the global latency is
+// hidden behind kDeltaChunk tokens of work, and within a chunk the warps need no barrier.
 template <int Lanes, int R>
 __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs a, GdnBatch b) {
   start_after_previous_kernel();
-  constexpr int NP = (2 * R * Lanes + kDeltaThreads - 1) / kDeltaThreads;  // q, k values per thread
-  extern __shared__ float qk[];  // 2 x (q [dk] | k [dk])
+  constexpr int W = kDeltaThreads / Lanes;
+  constexpr int NP = (2 * R * Lanes * kDeltaChunk + kDeltaThreads - 1) / kDeltaThreads;  // q, k values per thread
+  static_assert(2 * kDeltaChunk <= kDeltaThreads && kDeltaChunk * W <= kDeltaThreads);
+  extern __shared__ float qk[];               // [2][kDeltaChunk][2 dk]: per token q | k
+  __shared__ float gates[2][kDeltaChunk][2];  // exp(g), beta
+  __shared__ float inv[2][kDeltaChunk][2];    // dk^-0.5 / |q|, 1 / |k|
+  __shared__ float vs[2][kDeltaChunk][W];     // v at each warp's column
   const int dk = a.dk, dv = a.dv, Hv = a.Hv;
   const int64_t C = 2 * int64_t(a.Hk) * dk + int64_t(Hv) * dv;
   const int j = blockIdx.y, s = blockIdx.z, kh = j / (Hv / a.Hk);
   const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes;
-  const int c = blockIdx.x * (blockDim.x / Lanes) + warp;
+  const int c = blockIdx.x * W + warp;
   const bool active = c < dv;  // uniform per logical warp
   float* S = a.state + (int64_t(b.state_slots[s]) * Hv + j) * dk * dv;
   const bool fresh = b.seq_context_before[s] == 0;
@@ -94,71 +101,84 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
     const int r = lane + i * Lanes;
     st[i] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
   }
-  const float q_scale = 1.0f / sqrtf(float(dk));
   const int row_begin = b.seq_row_begin[s], row_end = b.seq_row_begin[s + 1];
-  // q_i for i < dk, k_{i - dk} after; the k head starts Hk * dk after the q head.
-  auto qk_at = [&](int row, int i) {
-    const float* u = a.qkv + int64_t(row) * C + int64_t(kh) * dk;
-    return i < dk ? u[i] : u[int64_t(a.Hk) * dk + i - dk];
-  };
-  float next[NP], next_decay = 0.0f, next_beta = 0.0f, next_v = 0.0f;
-  auto prefetch = [&](int row) {
+  const int tid = threadIdx.x, span = 2 * dk;  // staged floats per token
+  float next_qk[NP], next_gate = 0.0f, next_v = 0.0f;
+  // Loads the chunk of rows first.. into registers (rows past the sequence read as zeros).
+  auto fetch = [&](int first) {
 #pragma unroll
     for (int n = 0; n < NP; ++n) {
-      const int i = threadIdx.x + n * kDeltaThreads;
-      next[n] = i < 2 * dk ? qk_at(row, i) : 0.0f;
+      const int i = tid + n * kDeltaThreads, token = i / span, e = i % span, row = first + token;
+      // q_e for e < dk, k_{e - dk} after; the k head starts Hk * dk after the q head
+      const float* u = a.qkv + int64_t(row) * C + int64_t(kh) * dk;
+      next_qk[n] = token < kDeltaChunk && row < row_end ? (e < dk ? u[e] : u[int64_t(a.Hk) * dk + e - dk]) : 0.0f;
     }
-    next_decay = a.g[int64_t(row) * Hv + j];
-    next_beta = a.beta[int64_t(row) * Hv + j];
-    next_v = active ? a.qkv[int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] : 0.0f;
+    if (tid < 2 * kDeltaChunk) {
+      const int row = first + tid / 2;
+      next_gate = row < row_end ? (tid % 2 == 0 ? a.g : a.beta)[int64_t(row) * Hv + j] : 0.0f;
+    }
+    if (tid < kDeltaChunk * W) {
+      const int row = first + tid / W, column = blockIdx.x * W + tid % W;
+      next_v = row < row_end && column < dv ? a.qkv[int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + column]
+                                            : 0.0f;
+    }
   };
-  auto stash = [&](float* buf) {
+  // Writes the fetched chunk into buffer buf, then (after a barrier) its q and k norms.
+  auto stash = [&](int buf) {
+    float* base = qk + buf * kDeltaChunk * span;
 #pragma unroll
     for (int n = 0; n < NP; ++n) {
-      const int i = threadIdx.x + n * kDeltaThreads;
-      if (i < 2 * dk) buf[i] = next[n];
+      const int i = tid + n * kDeltaThreads;
+      if (i < kDeltaChunk * span) base[i] = next_qk[n];
+    }
+    if (tid < 2 * kDeltaChunk) gates[buf][tid / 2][tid % 2] = tid % 2 == 0 ? expf(next_gate) : next_gate;
+    if (tid < kDeltaChunk * W) vs[buf][tid / W][tid % W] = next_v;
+    __syncthreads();
+    for (int p = warp; p < 2 * kDeltaChunk; p += W) {  // (token, q or k) pairs
+      const float* x = base + (p / 2) * span + (p % 2) * dk;
+      float ss = 0.0f;
+      for (int i = lane; i < dk; i += Lanes) ss += x[i] * x[i];
+      ss = warp_sum<Lanes>(ss);
+      if (lane == 0) inv[buf][p / 2][p % 2] = (p % 2 == 0 ? 1.0f / sqrtf(float(dk)) : 1.0f) / sqrtf(ss + 1e-6f);
     }
   };
   if (row_begin < row_end) {
-    prefetch(row_begin);
-    stash(qk);
+    fetch(row_begin);
+    stash(0);
   }
-  for (int row = row_begin; row < row_end; ++row) {
-    float* cur = qk + ((row - row_begin) & 1) * 2 * dk;
-    const float decay = expf(next_decay), bt = next_beta, v = next_v;
-    __syncthreads();  // cur is written; the other buffer's readers (previous token) are done
-    if (row + 1 < row_end) prefetch(row + 1);
+  __syncthreads();
+  for (int first = row_begin, buf = 0; first < row_end; first += kDeltaChunk, buf ^= 1) {
+    const bool more = first + kDeltaChunk < row_end;
+    if (more) fetch(first + kDeltaChunk);
     if (active) {
-      float qq = 0.0f, kk = 0.0f;
+      const int tokens = min(kDeltaChunk, row_end - first);
+      for (int t = 0; t < tokens; ++t) {
+        const float* q = qk + (buf * kDeltaChunk + t) * span;
+        const float* k = q + dk;
+        const float decay = gates[buf][t][0], bt = gates[buf][t][1], q_inv = inv[buf][t][0], k_inv = inv[buf][t][1];
+        float mem = 0.0f;
 #pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const int r = lane + i * Lanes;
-        if (r < dk) qq += cur[r] * cur[r], kk += cur[dk + r] * cur[dk + r];
-      }
-      const float q_inv = q_scale / sqrtf(warp_sum<Lanes>(qq) + 1e-6f);
-      const float k_inv = 1.0f / sqrtf(warp_sum<Lanes>(kk) + 1e-6f);
-      float mem = 0.0f;
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const int r = lane + i * Lanes;
-        st[i] *= decay;
-        if (r < dk) mem += st[i] * cur[dk + r] * k_inv;
-      }
-      mem = warp_sum<Lanes>(mem);
-      const float delta = bt * (v - mem);
-      float o = 0.0f;
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const int r = lane + i * Lanes;
-        if (r < dk) {
-          st[i] += cur[dk + r] * k_inv * delta;
-          o += st[i] * cur[r] * q_inv;
+        for (int i = 0; i < R; ++i) {
+          const int r = lane + i * Lanes;
+          st[i] *= decay;
+          if (r < dk) mem += st[i] * k[r];
         }
+        const float delta = bt * (vs[buf][t][warp] - warp_sum<Lanes>(mem) * k_inv);
+        float o = 0.0f;
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          const int r = lane + i * Lanes;
+          if (r < dk) {
+            st[i] += k[r] * k_inv * delta;
+            o += st[i] * q[r];
+          }
+        }
+        o = warp_sum<Lanes>(o);
+        if (lane == 0) a.out[(int64_t(first + t) * Hv + j) * dv + c] = o * q_inv;
       }
-      o = warp_sum<Lanes>(o);
-      if (lane == 0) a.out[(int64_t(row) * Hv + j) * dv + c] = o;
     }
-    if (row + 1 < row_end) stash(qk + ((row + 1 - row_begin) & 1) * 2 * dk);
+    if (more) stash(buf ^ 1);  // buf ^ 1 was last read before the previous chunk's closing barrier
+    __syncthreads();
   }
   if (!active) return;
 #pragma unroll
@@ -294,7 +314,8 @@ void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBat
     }
     const dim3 grid(blocks_for(a.dv, kDeltaThreads / Lanes), a.Hv, b.num_seqs);
     auto go = [&](auto r) {
-      launch_overlapping(l, delta_rule_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, 2 * smem, a, b);
+      const size_t staged = 2 * kDeltaChunk * smem;  // two chunks of q | k per token
+      launch_overlapping(l, delta_rule_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, staged, a, b);
     };
     if (a.dk <= 2 * Lanes) go(std::integral_constant<int, 2>{});
     else if (a.dk <= 4 * Lanes) go(std::integral_constant<int, 4>{});
