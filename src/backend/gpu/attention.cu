@@ -345,8 +345,9 @@ void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a) {
       using N = decltype(e);
       if (a.k_norm_type != a.q_norm_type)
         fail_call("attention_prep", __FILE__, __LINE__, "q_norm and k_norm must share a dtype");
-      launch_overlapping(l, attention_prep_kernel<decltype(lanes)::value, N>, dim3(a.T, a.nh + a.nkv), kPrepThreads, size_t(a.d) * sizeof(float), 
-              a, static_cast<const N*>(a.q_norm), static_cast<const N*>(a.k_norm));
+      launch_overlapping(l, attention_prep_kernel<decltype(lanes)::value, N>, dim3(a.T, a.nh + a.nkv), kPrepThreads,
+                         size_t(a.d) * sizeof(float), a, static_cast<const N*>(a.q_norm),
+                         static_cast<const N*>(a.k_norm));
     });
   });
   GPU_CHECK_LAUNCH();
@@ -402,7 +403,8 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
       auto go = [&](auto c) {
         auto kernel = paged_attention_kernel<Lanes, decltype(e), decltype(c)::value>;
         if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kAttnThreads, smem, a, part_o, part_ml, splits, split_len);
+        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kAttnThreads, smem, a, part_o, part_ml, splits,
+                           split_len);
       };
       if (C == 8) go(std::integral_constant<int, 8>{});
       else if (C == 4) go(std::integral_constant<int, 4>{});

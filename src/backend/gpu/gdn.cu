@@ -119,8 +119,8 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
     }
     if (tid < kDeltaChunk * W) {
       const int row = first + tid / W, column = blockIdx.x * W + tid % W;
-      next_v = row < row_end && column < dv ? a.qkv[int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + column]
-                                            : 0.0f;
+      const int64_t at = int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + column;
+      next_v = row < row_end && column < dv ? a.qkv[at] : 0.0f;
     }
   };
   // Writes the fetched chunk into buffer buf, then (after a barrier) its q and k norms.
@@ -274,8 +274,8 @@ void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DT
   if (Kc < 1 || Kc > kMaxConvTaps + 1) fail_call("gdn_conv", __FILE__, __LINE__, "conv kernel width must be 1..9");
   with_elem_type(weight_type, [&](auto e) {
     using W = decltype(e);
-    launch_overlapping(l, conv_kernel<W>, dim3(blocks_for(C, kConvThreads), b.num_seqs), kConvThreads, 0, 
-        mixed, static_cast<const W*>(weight), conv_state, b, out, C, Kc);
+    launch_overlapping(l, conv_kernel<W>, dim3(blocks_for(C, kConvThreads), b.num_seqs), kConvThreads, 0, mixed,
+                       static_cast<const W*>(weight), conv_state, b, out, C, Kc);
   });
   GPU_CHECK_LAUNCH();
 }
@@ -288,8 +288,8 @@ void launch_gdn_gates(const Launch& l, const float* a, const float* b, const voi
     with_elem_type(dt_bias_type, [&](auto ed) {
       using A = decltype(ea);
       using D = decltype(ed);
-      launch_overlapping(l, gates_kernel<A, D>, unsigned(std::min<int64_t>(blocks_for(n, 256), 4096)), 256, 0, 
-          a, b, static_cast<const A*>(A_log), static_cast<const D*>(dt_bias), g, beta, n, Hv);
+      launch_overlapping(l, gates_kernel<A, D>, unsigned(std::min<int64_t>(blocks_for(n, 256), 4096)), 256, 0, a, b,
+                         static_cast<const A*>(A_log), static_cast<const D*>(dt_bias), g, beta, n, Hv);
     });
   });
   GPU_CHECK_LAUNCH();

@@ -62,7 +62,9 @@ constexpr int64_t kGemvMaxTokens = 16;
 // (The kernels build as C++17: no std::span here.)
 constexpr int kMaxMatmulGroup = 4;  // = dcu::kMaxMatmulGroup (backend.h)
 void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch);
-inline void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) { launch_matmul_group(l, &a, 1, scratch); }
+inline void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
+  launch_matmul_group(l, &a, 1, scratch);
+}
 // out [T, N] = silu(gate product) * up product, where gate.y, up.y [T, N] hold the products on the
 // paths that need them (the GEMV path fuses all three and leaves them untouched).
 void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out, Scratch& scratch);

@@ -362,7 +362,8 @@ void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t
   else split<F16>(l, x, static_cast<F16*>(hi), static_cast<F16*>(lo), n);
 }
 
-void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out, Scratch& scratch) {
+void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out,
+                           Scratch& scratch) {
   if (gate.T == 0 || gate.N == 0) return;
   if (use_gemv(l, gate)) {  // one pass: the GEMV's epilogue applies silu(gate) * up
     MatmulArgs fused[2] = {gate, up};

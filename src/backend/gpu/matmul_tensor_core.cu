@@ -192,9 +192,13 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   launch_split16(l, a.x, hi, lo, n, a.w_type);
   const dim3 grid{unsigned(blocks), unsigned(S)};
   const dim3 block{kWarps * 32};
-  if (T <= 8) launch_overlapping(l, tensor_core_matmul_kernel<W, 1>, grid, block, 0, hi, lo, parts, T, K, k_split);
-  else if (T <= 16) launch_overlapping(l, tensor_core_matmul_kernel<W, 2>, grid, block, 0, hi, lo, parts, T, K, k_split);
-  else launch_overlapping(l, tensor_core_matmul_kernel<W, 4>, grid, block, 0, hi, lo, parts, T, K, k_split);
+  auto go = [&](auto tiles) {
+    launch_overlapping(l, tensor_core_matmul_kernel<W, decltype(tiles)::value>, grid, block, 0, hi, lo, parts, T, K,
+                       k_split);
+  };
+  if (T <= 8) go(std::integral_constant<int, 1>{});
+  else if (T <= 16) go(std::integral_constant<int, 2>{});
+  else go(std::integral_constant<int, 4>{});
   GPU_CHECK_LAUNCH();
   if (S > 1) {
     launch_overlapping(l, sum_splits_kernel, unsigned(std::min<int64_t>((outputs + 255) / 256, 4096)), 256, 0, sums, S);

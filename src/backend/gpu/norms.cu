@@ -95,7 +95,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   ss = block_sum<Lanes>(ss, scratch);
   const float inv = 1.0f / sqrtf(ss / float(n) + eps);
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    out[r * n + i] = scale_element<Kind>(xr[i], inv, to_f32(w[i]), offset, Kind == NormKind::Gated ? z[r * n + i] : 0.0f);
+    out[r * n + i] =
+        scale_element<Kind>(xr[i], inv, to_f32(w[i]), offset, Kind == NormKind::Gated ? z[r * n + i] : 0.0f);
 }
 
 template <NormKind Kind>
@@ -114,15 +115,15 @@ void launch_norm(const Launch& l, float* x, const float* z, const void* w, DType
       const int row_threads = n4 <= Lanes * kMaxVectorsPerThread ? Lanes : n4 >= 1024 ? kMaxThreads : 256;
       const int per_thread = int((n4 + row_threads - 1) / row_threads);
       if (!vectors || per_thread > kMaxVectorsPerThread) {
-        launch_overlapping(l, rms_norm_loop_kernel<Lanes, W, Kind>, unsigned(R), n >= 4096 ? kMaxThreads : 256, 0, 
-            x, z, static_cast<const W*>(w), eps, offset, out, n);
+        launch_overlapping(l, rms_norm_loop_kernel<Lanes, W, Kind>, unsigned(R), n >= 4096 ? kMaxThreads : 256, 0, x,
+                           z, static_cast<const W*>(w), eps, offset, out, n);
         return;
       }
       const int threads = row_threads == Lanes ? 256 : row_threads;
       const unsigned blocks = unsigned((R + threads / row_threads - 1) / (threads / row_threads));
       auto go = [&](auto p) {
-        launch_overlapping(l, rms_norm_registers_kernel<Lanes, W, Kind, decltype(p)::value>, blocks, threads, 0, 
-            x, z, static_cast<const W*>(w), eps, offset, out, R, int(n4), row_threads);
+        launch_overlapping(l, rms_norm_registers_kernel<Lanes, W, Kind, decltype(p)::value>, blocks, threads, 0, x, z,
+                           static_cast<const W*>(w), eps, offset, out, R, int(n4), row_threads);
       };
       if (per_thread == 1) go(std::integral_constant<int, 1>{});
       else if (per_thread == 2) go(std::integral_constant<int, 2>{});
