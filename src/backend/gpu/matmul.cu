@@ -76,7 +76,8 @@ struct GemvParts {
   bool swiglu = false;
 };
 
-// grid (sum of ceil(N_p / C)), block kGemvThreads. x [T, K]; TR >= T token rows.
+// grid (sum of ceil(N_p / C); ceil(N / (C / 2)) for swiglu), block kGemvThreads. x [T, K]; TR >= T
+// token rows.
 // Vec: K % 8 == 0 and 16-byte aligned rows (thread i takes chunks i, i + threads, ...); otherwise
 // element-wise over K.
 template <int Lanes, int TR, int C, typename W, bool Vec>
