@@ -44,14 +44,12 @@ class GpuBackend final : public Backend, private gpu::Scratch {
       fail("gemv_max_tokens {} is outside 1..{}", options.gemv_max_tokens, gpu::kGemvMaxTokens);
     gemv_max_tokens_ = options.gemv_max_tokens;
 #if defined(DCUSERVE_HIP)
-    // The 4-row limit of the bf16/f16 mode is where cuBLAS's tensor cores overtake the GEMV on an
+    // The 2-row limit of the bf16/f16 mode is where NVIDIA's tensor cores overtake the GEMV on an
     // H200; gfx906 has no matrix cores, so decode batches keep the GEMV up to its 16 rows.
     gemv_max_tokens_ = int(gpu::kGemvMaxTokens);
 #endif
 #if defined(DCUSERVE_CUDA)
     tensor_cores_ = options.vendor_blas && options.tensor_core_decode;
-#endif
-#if defined(DCUSERVE_CUDA)
     if (options.vendor_blas) {
       cublasHandle_t handle = nullptr;
       if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised on GPU {}", device_);

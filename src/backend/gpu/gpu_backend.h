@@ -33,7 +33,7 @@ struct GpuBackendOptions {
   // builds always use 16 (no matrix cores to hand the rows to).
   int gemv_max_tokens = 16;
   // CUDA builds with vendor_blas: matmuls of 16-bit weights above the GEMV and up to 32 rows run on
-  // the tensor-core kernel (weights read once, activations split hi + lo in registers) instead of
+  // the tensor-core kernel (weights read once for both 16-bit halves of the activations) instead of
   // cuBLAS's two GEMMs. Off: cuBLAS, as before (comparisons, debugging).
   bool tensor_core_decode = true;
 };

@@ -250,7 +250,9 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
       parts.w[p] = static_cast<const W*>(group[p].w);
       parts.y[p] = group[p].y;
       parts.N[p] = group[p].N;
-      parts.block_end[p] = grid += swiglu ? (p == 0 ? blocks_for(group[p].N, C / 2) : 0) : blocks_for(group[p].N, C);
+      // swiglu: up's rows ride in gate's blocks, C / 2 of each per block
+      if (!swiglu || p == 0) grid += blocks_for(group[p].N, swiglu ? C / 2 : C);
+      parts.block_end[p] = grid;
     }
     for (int p = count; p < kMaxMatmulGroup; ++p) parts.block_end[p] = grid;  // group_entry reads them
     if (vec) launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, true>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
