@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
   using namespace dcu;
   using namespace dcu::testing;
   const int device = argc > 1 ? std::atoi(argv[1]) : 0;
-  const std::string only = argc > 2 ? argv[2] : "";  // "sampling": that table only
+  const std::string only = argc > 2 ? argv[2] : "";  // "sampling", "attention", "delta", "decode": that table only
   if (list_gpu_devices().size() <= size_t(device)) {
     std::printf("no GPU %d\n", device);
     return 1;
@@ -294,6 +294,10 @@ int main(int argc, char** argv) {
   }
   if (only == "attention") {
     attention_tables(*exact, copy_bandwidth(*exact));
+    return 0;
+  }
+  if (only == "delta") {
+    delta_rule_tables(*exact);
     return 0;
   }
   if (only == "decode") {

@@ -314,10 +314,12 @@ TEST_P(GpuOps, PrefillAttention) {
 }
 
 TEST_P(GpuOps, GdnConvAndGates) {
+  // (context before, rows): fresh and continued sequences, shorter than the taps, and longer than the
+  // GPU's 16-row chunks (the first chunk alone reads and writes the state)
   for (auto [C, Kc] : std::vector<std::pair<int64_t, int>>{{10240, 4}, {192, 4}, {77, 3}}) {
-    TestBatch batch(*gpu, {{0, 7}, {12, 1}, {40, 3}}, 16, 16, 5, rng);
+    TestBatch batch(*gpu, {{0, 7}, {12, 1}, {40, 3}, {0, 50}, {20, 37}, {5, 2}}, 16, 16, 8, rng);
     const int64_t T = batch.host.num_tokens();
-    HostTensor mixed(DType::F32, {T, C}), w(DType::BF16, {C, Kc}), state(DType::F32, {5, C, Kc - 1}),
+    HostTensor mixed(DType::F32, {T, C}), w(DType::BF16, {C, Kc}), state(DType::F32, {8, C, Kc - 1}),
         out(DType::F32, {T, C});
     mixed.random(rng, -2, 2), w.random(rng, -0.5f, 0.5f), state.random(rng, -2, 2);
     DeviceTensor dmixed(*gpu, mixed), dw(*gpu, w), dstate(*gpu, state), dout(*gpu, out);

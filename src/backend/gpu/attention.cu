@@ -200,116 +200,148 @@ __global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAtte
   }
 }
 
-// Prefill rows (flash-attention style). grid (nkv, ceil(T / bq)), block kAttnThreads. A block takes bq
-// consecutive packed rows and one kv head: its R = bq * G query vectors share every K/V tile of kKvTile
-// positions loaded once into shared memory, with an online softmax; the output stays in registers.
-// Rows of the tile that belong to different sequences are handled one sequence after another.
-// Thread (group, i) accumulates output dim i of query vectors group, group + groups, ... (d <= 256).
-// Shared (dynamic): p [R][kKvTile] | m, l, corr [R] | q [R][d + 1] | kv [kKvTile][d + 1] (the +1 pads
-// rows onto different banks; p first keeps its rows 16-byte aligned for float4 reads).
-constexpr int kKvTile = 16;
-constexpr int kPrefillMaxRows = 24;  // R: query vectors per block
-
-template <typename E>
+// Prefill rows (flash-attention style, f32). grid (nkv, ceil(T / bq)), block kAttnThreads. A block
+// takes bq = TQ / G consecutive packed rows and one kv head: their R = bq * G query vectors share
+// every tile of TKV cached positions, loaded once into shared memory. Scores and outputs are register
+// tiles (a thread holds SR x 2 scores and RY rows x 4 VF dims of the output), so each shared-memory
+// load feeds several FMAs; the softmax is online, per tile, reduced over the SX lanes that hold a
+// score row. Rows of the tile that belong to different sequences are handled one after another.
+// Shared: q [TQ][D + 4] | kv [TKV][D + 4] (K, then V) | p^T [TKV][TQ] | m, l, corr [TQ]
+// (the +4 keeps rows float4-aligned and on different banks).
+template <typename E, int D, int TQ, int TKV>
 __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAttentionArgs a, int bq) {
   start_after_previous_kernel();
-  extern __shared__ float smem[];
-  const int G = a.nh / a.nkv, d = a.d, dp = d + 1, R = bq * G;
-  float* ps = smem;
-  float* ms = ps + R * kKvTile;
-  float* ls = ms + R;
-  float* cs = ls + R;
-  float* qs = cs + R;
-  float* kv = qs + R * dp;
-  const int groups = max(1, int(blockDim.x) / d), oi = threadIdx.x % d, og = threadIdx.x / d;
-  const bool owner = og < groups;  // threads past groups * d own no output
-  const int kvh = blockIdx.x;
+  constexpr int DP = D + 4;
+  constexpr int SX = TKV / 2, SR = TQ / (kAttnThreads / SX);  // score tile: SX lanes per row group
+  constexpr int XT = D / 4 < 32 ? D / 4 : 32, VF = D / (4 * XT), RY = TQ / (kAttnThreads / XT);
+  static_assert(SR >= 1 && RY >= 1 && SX <= 32);
+  extern __shared__ float4 smem4[];
+  float* qs = reinterpret_cast<float*>(smem4);
+  float* kv = qs + TQ * DP;
+  float* pt = kv + TKV * DP;
+  float* ms = pt + TKV * TQ;
+  float* ls = ms + TQ;
+  float* cs = ls + TQ;
+  const int G = a.nh / a.nkv, R = bq * G, kvh = blockIdx.x, tid = threadIdx.x;
+  const int sx = tid % SX, sy = tid / SX;  // scores: rows SR sy + i, positions sx and sx + SX
+  const int ox = tid % XT, oy = tid / XT;  // output: rows RY oy + i, dims 4 (ox + XT f) .. + 3
   const int r0 = blockIdx.y * bq, r1 = min(a.T, r0 + bq);
   const E* kc = static_cast<const E*>(a.k_cache);
   const E* vc = static_cast<const E*>(a.v_cache);
-  const int64_t kv_row = int64_t(a.nkv) * d;
+  const int64_t kv_row = int64_t(a.nkv) * D;
+  auto row_of = [&](int qr) { return r0 + qr / G; };
   const int s_last = sequence_of(a.seq_row_begin, a.num_seqs, r1 - 1);
   for (int s = sequence_of(a.seq_row_begin, a.num_seqs, r0); s <= s_last; ++s) {
     const int rb = max(r0, a.seq_row_begin[s]), re = min(r1, a.seq_row_begin[s + 1]);
     if (rb >= re) continue;
+    auto mine = [&](int qr) { return qr < R && row_of(qr) >= rb && row_of(qr) < re; };
     const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
     int pmax = 0;
     for (int r = rb; r < re; ++r) pmax = max(pmax, a.positions[r]);
-    __syncthreads();  // the previous sequence's readers of qs / ms are done
-    for (int e = threadIdx.x; e < R * d; e += blockDim.x) {
-      const int qr = e / d, i = e % d, row = r0 + qr / G;
-      qs[qr * dp + i] = row >= rb && row < re ? a.q[(int64_t(row) * a.nh + kvh * G + qr % G) * d + i] * a.scale : 0.0f;
+    __syncthreads();  // the previous sequence's readers of qs, ms are done
+    for (int e = tid; e < TQ * (D / 4); e += kAttnThreads) {
+      const int qr = e / (D / 4), i = 4 * (e % (D / 4));
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (mine(qr)) {
+        v = *reinterpret_cast<const float4*>(a.q + (int64_t(row_of(qr)) * a.nh + kvh * G + qr % G) * D + i);
+        v.x *= a.scale, v.y *= a.scale, v.z *= a.scale, v.w *= a.scale;
+      }
+      *reinterpret_cast<float4*>(qs + qr * DP + i) = v;
     }
-    for (int qr = threadIdx.x; qr < R; qr += blockDim.x) ms[qr] = -INFINITY, ls[qr] = 0.0f;
-    float o[kPrefillMaxRows];
+    for (int qr = tid; qr < TQ; qr += kAttnThreads) ms[qr] = -INFINITY, ls[qr] = 0.0f;
+    int limit[SR];  // the last position each score row sees (-1: padding, another sequence's row)
 #pragma unroll
-    for (int n = 0; n < kPrefillMaxRows; ++n) o[n] = 0.0f;
-    // Positions p0 .. p0 + np - 1 of `cache` (K or V) for this kv head into kv, zeros past np.
-    auto load_tile = [&](const E* cache, int p0, int np) {
-      for (int e = threadIdx.x; e < kKvTile * d; e += blockDim.x) {
-        const int j = e / d, i = e % d, p = p0 + j;
-        float v = 0.0f;
-        if (j < np) {
+    for (int i = 0; i < SR; ++i) limit[i] = mine(SR * sy + i) ? a.positions[row_of(SR * sy + i)] : -1;
+    float o[RY][4 * VF] = {};
+    // Positions p0 .. p0 + TKV - 1 of `cache` (K or V) for this kv head into kv, zeros past pmax.
+    auto load_tile = [&](const E* cache, int p0) {
+      for (int e = tid; e < TKV * (D / 4); e += kAttnThreads) {
+        const int j = e / (D / 4), i = 4 * (e % (D / 4)), p = p0 + j;
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (p <= pmax) {
           const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
-          v = to_f32(cache[slot * kv_row + int64_t(kvh) * d + i]);
+          load_elements<4>(cache + slot * kv_row + int64_t(kvh) * D + i, v);
         }
-        kv[j * dp + i] = v;
+        *reinterpret_cast<float4*>(kv + j * DP + i) = make_float4(v[0], v[1], v[2], v[3]);
       }
     };
 
-    for (int p0 = 0; p0 <= pmax; p0 += kKvTile) {
-      const int np = min(kKvTile, pmax + 1 - p0);
-      load_tile(kc, p0, np);
+    for (int p0 = 0; p0 <= pmax; p0 += TKV) {
+      load_tile(kc, p0);
       __syncthreads();
-      for (int e = threadIdx.x; e < R * kKvTile; e += blockDim.x) {
-        const int qr = e / kKvTile, j = e % kKvTile, row = r0 + qr / G;
-        float dot = -INFINITY;
-        if (j < np && row >= rb && row < re && p0 + j <= a.positions[row]) {
-          dot = 0.0f;
-          for (int i = 0; i < d; ++i) dot += qs[qr * dp + i] * kv[j * dp + i];
-        }
-        ps[qr * kKvTile + j] = dot;
+      float sc[SR][2] = {};
+#pragma unroll 4
+      for (int i = 0; i < D; i += 4) {
+        float4 qv[SR], kv2[2];
+#pragma unroll
+        for (int r = 0; r < SR; ++r) qv[r] = *reinterpret_cast<const float4*>(qs + (SR * sy + r) * DP + i);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) kv2[c] = *reinterpret_cast<const float4*>(kv + (sx + SX * c) * DP + i);
+#pragma unroll
+        for (int r = 0; r < SR; ++r)
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            sc[r][c] += qv[r].x * kv2[c].x + qv[r].y * kv2[c].y + qv[r].z * kv2[c].z + qv[r].w * kv2[c].w;
       }
-      __syncthreads();
-      for (int qr = threadIdx.x; qr < R; qr += blockDim.x) {  // online softmax, one thread per query vector
-        float m = ms[qr];
-        for (int j = 0; j < kKvTile; ++j) m = fmaxf(m, ps[qr * kKvTile + j]);
-        const float corr = m == -INFINITY ? 1.0f : expf(ms[qr] - m);
-        float l = 0.0f;
-        for (int j = 0; j < kKvTile; ++j) {
-          const float e = m == -INFINITY ? 0.0f : expf(ps[qr * kKvTile + j] - m);
-          ps[qr * kKvTile + j] = e;
-          l += e;
+#pragma unroll
+      for (int r = 0; r < SR; ++r) {  // online softmax over the SX lanes that hold row SR sy + r
+        const int qr = SR * sy + r;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          if (p0 + sx + SX * c > limit[r]) sc[r][c] = -INFINITY;
+          mx = fmaxf(mx, sc[r][c]);
         }
-        ms[qr] = m, ls[qr] = ls[qr] * corr + l, cs[qr] = corr;
+        const float m_old = ms[qr], m = fmaxf(m_old, warp_max<SX>(mx));
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const float e = m == -INFINITY ? 0.0f : expf(sc[r][c] - m);
+          pt[(sx + SX * c) * TQ + qr] = e;
+          sum += e;
+        }
+        sum = warp_sum<SX>(sum);
+        if (sx == 0) {
+          const float corr = m == -INFINITY ? 1.0f : expf(m_old - m);
+          ms[qr] = m, ls[qr] = ls[qr] * corr + sum, cs[qr] = corr;
+        }
       }
-      load_tile(vc, p0, np);  // kv's K readers finished above
+      __syncthreads();  // the K tile's readers are done; p and corr are written
+      load_tile(vc, p0);
       __syncthreads();
-      if (owner) {  // p is 0 and kv is 0 past np: all kKvTile positions can be summed
 #pragma unroll
-        for (int n = 0; n < kPrefillMaxRows; ++n)
-          if (og + n * groups < R) o[n] *= cs[og + n * groups];
+      for (int r = 0; r < RY; ++r) {
+        const float corr = cs[RY * oy + r];
 #pragma unroll
-        for (int j = 0; j < kKvTile; j += 4) {
-          const float v0 = kv[j * dp + oi], v1 = kv[(j + 1) * dp + oi], v2 = kv[(j + 2) * dp + oi],
-                      v3 = kv[(j + 3) * dp + oi];
+        for (int i = 0; i < 4 * VF; ++i) o[r][i] *= corr;
+      }
+#pragma unroll 4
+      for (int j = 0; j < TKV; ++j) {
+        float4 vv[VF];
 #pragma unroll
-          for (int n = 0; n < kPrefillMaxRows; ++n) {
-            const int qr = og + n * groups;
-            if (qr < R) {
-              const float4 p = *reinterpret_cast<const float4*>(ps + qr * kKvTile + j);
-              o[n] += p.x * v0 + p.y * v1 + p.z * v2 + p.w * v3;
-            }
+        for (int f = 0; f < VF; ++f) vv[f] = *reinterpret_cast<const float4*>(kv + j * DP + 4 * (ox + XT * f));
+#pragma unroll
+        for (int r = 0; r < RY; ++r) {
+          const float p = pt[j * TQ + RY * oy + r];
+#pragma unroll
+          for (int f = 0; f < VF; ++f) {
+            o[r][4 * f] += p * vv[f].x, o[r][4 * f + 1] += p * vv[f].y;
+            o[r][4 * f + 2] += p * vv[f].z, o[r][4 * f + 3] += p * vv[f].w;
           }
         }
       }
-      __syncthreads();  // kv and ps are rewritten by the next tile
+      __syncthreads();  // kv and p are rewritten by the next tile
     }
 #pragma unroll
-    for (int n = 0; n < kPrefillMaxRows; ++n) {
-      const int qr = og + n * groups, row = r0 + qr / G;
-      if (owner && qr < R && row >= rb && row < re)
-        a.out[(int64_t(row) * a.nh + kvh * G + qr % G) * d + oi] = o[n] / ls[qr];
+    for (int r = 0; r < RY; ++r) {
+      const int qr = RY * oy + r;
+      if (!mine(qr)) continue;
+      const float inv = 1.0f / ls[qr];
+      float* out = a.out + (int64_t(row_of(qr)) * a.nh + kvh * G + qr % G) * D;
+#pragma unroll
+      for (int f = 0; f < VF; ++f)
+        *reinterpret_cast<float4*>(out + 4 * (ox + XT * f)) =
+            make_float4(o[r][4 * f] * inv, o[r][4 * f + 1] * inv, o[r][4 * f + 2] * inv, o[r][4 * f + 3] * inv);
     }
   }
 }
@@ -368,14 +400,27 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
   if (a.T == 0) return;
   const int G = a.nh / a.nkv;
   // Many rows per sequence (prefill, chunked prefill): the tiled kernel, K/V shared by bq rows.
-  const int bq = std::max(1, kPrefillMaxRows / G);
-  if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && G <= kPrefillMaxRows &&
-      a.d <= kAttnThreads) {
-    const size_t smem = (size_t(bq * G + kKvTile) * (a.d + 1) + size_t(bq * G) * (kKvTile + 3)) * sizeof(float);
+  if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && G <= 32 &&
+      (a.d == 64 || a.d == 128 || a.d == 256)) {
+    // 64 x 32 tiles on NVIDIA (109 KiB of shared memory at d = 256, two blocks per SM); 32 x 16 on
+    // wave64 (gfx906 has 64 KiB of LDS per block), also run on NVIDIA in its wave64 verification mode.
     with_elem_type(a.cache_type, [&](auto e) {
-      auto kernel = prefill_attention_kernel<decltype(e)>;
-      if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      launch_overlapping(l, kernel, dim3(a.nkv, blocks_for(a.T, bq)), kAttnThreads, smem, a, bq);
+      auto go = [&](auto d, auto tq, auto tkv) {
+        constexpr int D = decltype(d)::value, TQ = decltype(tq)::value, TKV = decltype(tkv)::value;
+        auto kernel = prefill_attention_kernel<decltype(e), D, TQ, TKV>;
+        const size_t smem = (size_t(TQ + TKV) * (D + 4) + size_t(TKV) * TQ + 3 * TQ) * sizeof(float);
+        if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        const int bq = TQ / G;
+        launch_overlapping(l, kernel, dim3(a.nkv, blocks_for(a.T, bq)), kAttnThreads, smem, a, bq);
+      };
+      auto tiles = [&](auto d) {
+        using std::integral_constant;
+        if (l.lanes == 64) go(d, integral_constant<int, 32>{}, integral_constant<int, 16>{});
+        else go(d, integral_constant<int, 64>{}, integral_constant<int, 32>{});
+      };
+      if (a.d == 64) tiles(std::integral_constant<int, 64>{});
+      else if (a.d == 128) tiles(std::integral_constant<int, 128>{});
+      else tiles(std::integral_constant<int, 256>{});
     });
     GPU_CHECK_LAUNCH();
     return;

@@ -1,14 +1,14 @@
 // Gated DeltaNet: causal depthwise conv with state, the decay/write gates, and the delta rule.
 //
 // delta rule: every column c of a value head's state S [dk, dv] evolves on its own (given the token's
-// k, q, beta, g and v[c]), so a logical warp owns one column and keeps it in registers, each lane
-// holding R rows (dk <= R * Lanes). Per token: decay, mem = S^T k (warp sum), S += k (beta (v - mem)),
-// o = S^T q (warp sum). The tokens of a sequence are walked inside one launch (prefill), the state is
-// read once and written once per launch.
+// k, q, beta, g and v[c]), so a group of kDeltaGroup lanes owns one column and keeps it in registers,
+// each lane holding R rows (dk <= R * kDeltaGroup). Per token: decay, mem = S^T k (group sum),
+// S += k (beta (v - mem)), o = S^T q (group sum). The tokens of a sequence are walked inside one
+// launch (prefill), the state is read once and written once per launch.
 // Decode steps (one token per sequence) use a second layout: lanes run along the columns, so every
-// state row is read and written as whole coalesced lines (the column-per-warp layout touches one 4-byte
-// word per 32-byte sector per lane), and the block's logical warps split the rows, reducing S^T k and
-// S^T q through shared memory.
+// state row is read and written as whole coalesced lines (the column-per-group layout touches one
+// 4-byte word per 32-byte sector per lane), and the block's logical warps split the rows, reducing
+// S^T k and S^T q through shared memory.
 
 #include <cmath>
 
@@ -19,27 +19,40 @@ namespace {
 
 constexpr int kConvThreads = 128;
 constexpr int kMaxConvTaps = 8;
-constexpr int kDeltaThreads = 256;
-constexpr int kDeltaChunk = 8;  // prefill tokens staged in shared memory at a time
+constexpr int kConvRows = 16;  // rows of a sequence per thread (at least kMaxConvTaps)
+constexpr int kDeltaThreads = 256;      // decode: threads per block
+constexpr int kDeltaChunk = 8;          // prefill: tokens staged in shared memory at a time
+constexpr int kDeltaGroup = 4;          // prefill: lanes per state column
+constexpr int kDeltaWalkThreads = 128;  // prefill: threads per block (32 columns)
 
-// grid (ceil(C / kConvThreads), S); one thread per channel walks its sequence's rows in order.
+// grid (ceil(C / kConvThreads), S, ceil(rows / kConvRows)); a thread takes one channel's rows
+// kConvRows z .. + kConvRows - 1 of sequence y, its window read from the rows before them (or from the
+// state, or zeros for a fresh sequence). Only the sequence's first chunk reads the state, and it
+// writes the new one (the sequence's last taps inputs), so no thread reads a state another writes.
 template <typename W>
 __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_state, GdnBatch b, float* out, int64_t C,
                             int Kc) {
   start_after_previous_kernel();
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int s = blockIdx.y;
-  if (c >= C) return;
+  const int begin = b.seq_row_begin[s], end = b.seq_row_begin[s + 1], first = begin + int(blockIdx.z) * kConvRows;
+  if (c >= C || first >= end) return;
   const int taps = Kc - 1;
   float* st = conv_state + (int64_t(b.state_slots[s]) * C + c) * taps;
   const bool fresh = b.seq_context_before[s] == 0;
+  // The input at sequence row r; rows before the sequence are the state's entries (oldest first).
+  auto input = [&](int r) { return r >= begin ? mixed[int64_t(r) * C + c] : fresh ? 0.0f : st[taps - (begin - r)]; };
   float window[kMaxConvTaps];
   float w[kMaxConvTaps + 1];
 #pragma unroll
-  for (int j = 0; j < kMaxConvTaps; ++j) window[j] = (j < taps && !fresh) ? st[j] : 0.0f;
+  for (int j = 0; j < kMaxConvTaps; ++j) window[j] = j < taps ? input(first - taps + j) : 0.0f;
 #pragma unroll
   for (int j = 0; j <= kMaxConvTaps; ++j) w[j] = j < Kc ? to_f32(weight[c * Kc + j]) : 0.0f;
-  for (int r = b.seq_row_begin[s]; r < b.seq_row_begin[s + 1]; ++r) {
+  const int last = min(end, first + kConvRows);
+#pragma unroll
+  for (int i = 0; i < kConvRows; ++i) {
+    const int r = first + i;
+    if (r >= last) break;
     const float xin = mixed[int64_t(r) * C + c];
     float acc = 0.0f;
 #pragma unroll
@@ -54,9 +67,13 @@ __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_sta
     for (int j = 0; j < kMaxConvTaps; ++j)
       if (j == taps - 1) window[j] = xin;
   }
+  if (blockIdx.z != 0) return;
+  float next[kMaxConvTaps];  // all read before any is written (short sequences keep old entries)
+#pragma unroll
+  for (int j = 0; j < kMaxConvTaps; ++j) next[j] = j < taps ? input(end - taps + j) : 0.0f;
 #pragma unroll
   for (int j = 0; j < kMaxConvTaps; ++j)
-    if (j < taps) st[j] = window[j];
+    if (j < taps) st[j] = next[j];
 }
 
 template <typename A, typename D>
@@ -72,43 +89,52 @@ __global__ void gates_kernel(const float* a, const float* b, const A* A_log, con
   }
 }
 
-// grid (ceil(dv / W), Hv, S), block kDeltaThreads = W logical warps. Each logical warp owns a state
-// column in registers for the whole token walk. Tokens are staged kDeltaChunk at a time in shared
-// memory (q, k, their inverse norms, decay, beta, each warp's v): the next chunk's loads are issued
-// before the current chunk is walked and land in the other buffer after it, so the global latency is
-// hidden behind kDeltaChunk tokens of work, and within a chunk the warps need no barrier.
-template <int Lanes, int R>
-__global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs a, GdnBatch b) {
+// grid (ceil(dv / W), Hv, S), block Threads: W = Threads / Group columns, Group lanes each. A
+// column's state stays in registers for the whole token walk, lane l holding rows 4 (l + Group v) ..
+// + 3 (R rows, read from the stage as float4s). Small groups keep the per-token reductions short
+// (log2 Group shuffles) and the grid within one wave of blocks: the walk is sequential, so a second
+// wave would double the time. Tokens are staged kDeltaChunk at a time in shared memory (q, k, their
+// inverse norms, decay, beta, each column's v): the next chunk's loads are issued before the current
+// chunk is walked and land in the other buffer after it, so the global latency is hidden behind
+// kDeltaChunk tokens of work, and within a chunk the columns need no barrier.
+template <int Group, int Threads, int R>
+__global__ void __launch_bounds__(Threads) delta_rule_kernel(DeltaRuleArgs a, GdnBatch b) {
   start_after_previous_kernel();
-  constexpr int W = kDeltaThreads / Lanes;
-  constexpr int NP = (2 * R * Lanes * kDeltaChunk + kDeltaThreads - 1) / kDeltaThreads;  // q, k values per thread
-  static_assert(2 * kDeltaChunk <= kDeltaThreads && kDeltaChunk * W <= kDeltaThreads);
-  extern __shared__ float qk[];               // [2][kDeltaChunk][2 dk]: per token q | k
+  constexpr int W = Threads / Group, V = R / 4;  // columns per block, float4s per lane
+  constexpr int NP = (2 * R * Group * kDeltaChunk + Threads - 1) / Threads;  // staged q, k values per thread
+  constexpr int NV = (kDeltaChunk * W + Threads - 1) / Threads;             // staged v values per thread
+  // The norms take (token, q or k) pairs by column group; a warp's groups must agree on the count.
+  static_assert(R % 4 == 0 && (2 * kDeltaChunk) % (32 / Group) == 0);
+  extern __shared__ float4 qk4[];             // [2][kDeltaChunk][2 dk]: per token q | k
+  float* qk = reinterpret_cast<float*>(qk4);
   __shared__ float gates[2][kDeltaChunk][2];  // exp(g), beta
   __shared__ float inv[2][kDeltaChunk][2];    // dk^-0.5 / |q|, 1 / |k|
-  __shared__ float vs[2][kDeltaChunk][W];     // v at each warp's column
+  __shared__ float vs[2][kDeltaChunk][W];     // v at each column
   const int dk = a.dk, dv = a.dv, Hv = a.Hv;
   const int64_t C = 2 * int64_t(a.Hk) * dk + int64_t(Hv) * dv;
   const int j = blockIdx.y, s = blockIdx.z, kh = j / (Hv / a.Hk);
-  const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes;
-  const int c = blockIdx.x * W + warp;
-  const bool active = c < dv;  // uniform per logical warp
+  const int column = threadIdx.x / Group, lane = threadIdx.x % Group;
+  const int c = blockIdx.x * W + column;
+  const bool active = c < dv;  // inactive columns walk zeros (their lanes take part in the shuffles)
   float* S = a.state + (int64_t(b.state_slots[s]) * Hv + j) * dk * dv;
   const bool fresh = b.seq_context_before[s] == 0;
-  float st[R];
+  auto row_of = [&](int v, int e) { return 4 * (lane + Group * v) + e; };
+  float st[R];  // st[4 v + e]: row row_of(v, e)
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
-    const int r = lane + i * Lanes;
-    st[i] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
-  }
+  for (int v = 0; v < V; ++v)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = row_of(v, e);
+      st[4 * v + e] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
+    }
   const int row_begin = b.seq_row_begin[s], row_end = b.seq_row_begin[s + 1];
   const int tid = threadIdx.x, span = 2 * dk;  // staged floats per token
-  float next_qk[NP], next_gate = 0.0f, next_v = 0.0f;
+  float next_qk[NP], next_gate = 0.0f, next_v[NV];
   // Loads the chunk of rows first.. into registers (rows past the sequence read as zeros).
   auto fetch = [&](int first) {
 #pragma unroll
     for (int n = 0; n < NP; ++n) {
-      const int i = tid + n * kDeltaThreads, token = i / span, e = i % span, row = first + token;
+      const int i = tid + n * Threads, token = i / span, e = i % span, row = first + token;
       // q_e for e < dk, k_{e - dk} after; the k head starts Hk * dk after the q head
       const float* u = a.qkv + int64_t(row) * C + int64_t(kh) * dk;
       next_qk[n] = token < kDeltaChunk && row < row_end ? (e < dk ? u[e] : u[int64_t(a.Hk) * dk + e - dk]) : 0.0f;
@@ -117,28 +143,34 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
       const int row = first + tid / 2;
       next_gate = row < row_end ? (tid % 2 == 0 ? a.g : a.beta)[int64_t(row) * Hv + j] : 0.0f;
     }
-    if (tid < kDeltaChunk * W) {
-      const int row = first + tid / W, column = blockIdx.x * W + tid % W;
-      const int64_t at = int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + column;
-      next_v = row < row_end && column < dv ? a.qkv[at] : 0.0f;
+#pragma unroll
+    for (int n = 0; n < NV; ++n) {
+      const int i = tid + n * Threads, row = first + i / W, col = blockIdx.x * W + i % W;
+      const int64_t at = int64_t(row) * C + 2 * int64_t(a.Hk) * dk + int64_t(j) * dv + col;
+      next_v[n] = i < kDeltaChunk * W && row < row_end && col < dv ? a.qkv[at] : 0.0f;
     }
   };
-  // Writes the fetched chunk into buffer buf, then (after a barrier) its q and k norms.
+  // Writes the fetched chunk into buffer buf, then (after a barrier) its q and k norms, one (token,
+  // q or k) pair per column group.
   auto stash = [&](int buf) {
     float* base = qk + buf * kDeltaChunk * span;
 #pragma unroll
     for (int n = 0; n < NP; ++n) {
-      const int i = tid + n * kDeltaThreads;
+      const int i = tid + n * Threads;
       if (i < kDeltaChunk * span) base[i] = next_qk[n];
     }
     if (tid < 2 * kDeltaChunk) gates[buf][tid / 2][tid % 2] = tid % 2 == 0 ? expf(next_gate) : next_gate;
-    if (tid < kDeltaChunk * W) vs[buf][tid / W][tid % W] = next_v;
+#pragma unroll
+    for (int n = 0; n < NV; ++n) {
+      const int i = tid + n * Threads;
+      if (i < kDeltaChunk * W) vs[buf][i / W][i % W] = next_v[n];
+    }
     __syncthreads();
-    for (int p = warp; p < 2 * kDeltaChunk; p += W) {  // (token, q or k) pairs
+    for (int p = column; p < 2 * kDeltaChunk; p += W) {
       const float* x = base + (p / 2) * span + (p % 2) * dk;
       float ss = 0.0f;
-      for (int i = lane; i < dk; i += Lanes) ss += x[i] * x[i];
-      ss = warp_sum<Lanes>(ss);
+      for (int i = lane; i < dk; i += Group) ss += x[i] * x[i];
+      ss = warp_sum<Group>(ss);
       if (lane == 0) inv[buf][p / 2][p % 2] = (p % 2 == 0 ? 1.0f / sqrtf(float(dk)) : 1.0f) / sqrtf(ss + 1e-6f);
     }
   };
@@ -150,42 +182,46 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_kernel(DeltaRuleArgs
   for (int first = row_begin, buf = 0; first < row_end; first += kDeltaChunk, buf ^= 1) {
     const bool more = first + kDeltaChunk < row_end;
     if (more) fetch(first + kDeltaChunk);
-    if (active) {
-      const int tokens = min(kDeltaChunk, row_end - first);
-      for (int t = 0; t < tokens; ++t) {
-        const float* q = qk + (buf * kDeltaChunk + t) * span;
-        const float* k = q + dk;
-        const float decay = gates[buf][t][0], bt = gates[buf][t][1], q_inv = inv[buf][t][0], k_inv = inv[buf][t][1];
-        float mem = 0.0f;
+    const int tokens = min(kDeltaChunk, row_end - first);
+    for (int t = 0; t < tokens; ++t) {
+      const float4* q = qk4 + (buf * kDeltaChunk + t) * (span / 4);
+      const float4* k = q + dk / 4;
+      const float decay = gates[buf][t][0], bt = gates[buf][t][1], q_inv = inv[buf][t][0], k_inv = inv[buf][t][1];
+      float4 kv[V];
+      float mem[4] = {};  // four independent sums: short dependency chains
 #pragma unroll
-        for (int i = 0; i < R; ++i) {
-          const int r = lane + i * Lanes;
-          st[i] *= decay;
-          if (r < dk) mem += st[i] * k[r];
-        }
-        const float delta = bt * (vs[buf][t][warp] - warp_sum<Lanes>(mem) * k_inv);
-        float o = 0.0f;
-#pragma unroll
-        for (int i = 0; i < R; ++i) {
-          const int r = lane + i * Lanes;
-          if (r < dk) {
-            st[i] += k[r] * k_inv * delta;
-            o += st[i] * q[r];
-          }
-        }
-        o = warp_sum<Lanes>(o);
-        if (lane == 0) a.out[(int64_t(first + t) * Hv + j) * dv + c] = o * q_inv;
+      for (int v = 0; v < V; ++v) {
+        const bool in = row_of(v, 0) < dk;
+        kv[v] = in ? k[lane + Group * v] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float* x = st + 4 * v;
+        x[0] *= decay, x[1] *= decay, x[2] *= decay, x[3] *= decay;
+        mem[0] += x[0] * kv[v].x, mem[1] += x[1] * kv[v].y, mem[2] += x[2] * kv[v].z, mem[3] += x[3] * kv[v].w;
       }
+      const float k_mem = warp_sum<Group>((mem[0] + mem[1]) + (mem[2] + mem[3])) * k_inv;  // (S^T k)_c / |k|
+      const float kd = bt * (vs[buf][t][column] - k_mem) * k_inv;
+      float o[4] = {};
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const bool in = row_of(v, 0) < dk;
+        const float4 qv = in ? q[lane + Group * v] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float* x = st + 4 * v;
+        x[0] += kv[v].x * kd, x[1] += kv[v].y * kd, x[2] += kv[v].z * kd, x[3] += kv[v].w * kd;
+        o[0] += x[0] * qv.x, o[1] += x[1] * qv.y, o[2] += x[2] * qv.z, o[3] += x[3] * qv.w;
+      }
+      const float out = warp_sum<Group>((o[0] + o[1]) + (o[2] + o[3]));
+      if (lane == 0 && active) a.out[(int64_t(first + t) * Hv + j) * dv + c] = out * q_inv;
     }
     if (more) stash(buf ^ 1);  // buf ^ 1 was last read before the previous chunk's closing barrier
     __syncthreads();
   }
   if (!active) return;
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
-    const int r = lane + i * Lanes;
-    if (r < dk) S[int64_t(r) * dv + c] = st[i];
-  }
+  for (int v = 0; v < V; ++v)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = row_of(v, e);
+      if (r < dk) S[int64_t(r) * dv + c] = st[4 * v + e];
+    }
 }
 
 // grid (ceil(dv / Lanes), Hv, S), block kDeltaThreads = G logical warps; one token per sequence.
@@ -274,7 +310,8 @@ void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DT
   if (Kc < 1 || Kc > kMaxConvTaps + 1) fail_call("gdn_conv", __FILE__, __LINE__, "conv kernel width must be 1..9");
   with_elem_type(weight_type, [&](auto e) {
     using W = decltype(e);
-    launch_overlapping(l, conv_kernel<W>, dim3(blocks_for(C, kConvThreads), b.num_seqs), kConvThreads, 0, mixed,
+    const dim3 grid(blocks_for(C, kConvThreads), b.num_seqs, std::max(1u, blocks_for(b.max_rows_per_seq, kConvRows)));
+    launch_overlapping(l, conv_kernel<W>, grid, kConvThreads, 0, mixed,
                        static_cast<const W*>(weight), conv_state, b, out, C, Kc);
   });
   GPU_CHECK_LAUNCH();
@@ -298,30 +335,32 @@ void launch_gdn_gates(const Launch& l, const float* a, const float* b, const voi
 void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBatch& b) {
   if (b.num_seqs == 0) return;
   if (a.Hv % a.Hk != 0) fail_call("gdn_delta_rule", __FILE__, __LINE__, "Hv must be a multiple of Hk");
-  const size_t smem = 2 * size_t(a.dk) * sizeof(float);
-  with_lanes(l.lanes, [&](auto lanes) {
-    constexpr int Lanes = decltype(lanes)::value;
-    constexpr int G = kDeltaThreads / Lanes;
-    if (a.max_rows_per_seq == 1 && a.dk <= 64 * G) {
+  const size_t head_qk = 2 * size_t(a.dk) * sizeof(float);  // one token's q | k
+  if (b.max_rows_per_seq == 1 && a.dk <= 64 * (kDeltaThreads / l.lanes)) {
+    with_lanes(l.lanes, [&](auto lanes) {
+      constexpr int Lanes = decltype(lanes)::value;
+      constexpr int G = kDeltaThreads / Lanes;
       const dim3 grid(blocks_for(a.dv, Lanes), a.Hv, b.num_seqs);
       auto go = [&](auto r) {
-        launch_overlapping(l, delta_rule_decode_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, smem, a, b);
+        launch_overlapping(l, delta_rule_decode_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, head_qk, a, b);
       };
       if (a.dk <= 16 * G) go(std::integral_constant<int, 16>{});
       else if (a.dk <= 32 * G) go(std::integral_constant<int, 32>{});
       else go(std::integral_constant<int, 64>{});
-      return;
-    }
-    const dim3 grid(blocks_for(a.dv, kDeltaThreads / Lanes), a.Hv, b.num_seqs);
+    });
+  } else {
+    if (a.dk % 4 != 0 || a.dk > 32 * kDeltaGroup)
+      fail_call("gdn_delta_rule", __FILE__, __LINE__, "key head dim must be a multiple of 4, at most 128");
+    const dim3 grid(blocks_for(a.dv, kDeltaWalkThreads / kDeltaGroup), a.Hv, b.num_seqs);
     auto go = [&](auto r) {
-      const size_t staged = 2 * kDeltaChunk * smem;  // two chunks of q | k per token
-      launch_overlapping(l, delta_rule_kernel<Lanes, decltype(r)::value>, grid, kDeltaThreads, staged, a, b);
+      auto kernel = delta_rule_kernel<kDeltaGroup, kDeltaWalkThreads, decltype(r)::value>;
+      launch_overlapping(l, kernel, grid, kDeltaWalkThreads, 2 * kDeltaChunk * head_qk, a, b);
     };
-    if (a.dk <= 2 * Lanes) go(std::integral_constant<int, 2>{});
-    else if (a.dk <= 4 * Lanes) go(std::integral_constant<int, 4>{});
-    else if (a.dk <= 8 * Lanes) go(std::integral_constant<int, 8>{});
-    else fail_call("gdn_delta_rule", __FILE__, __LINE__, "key head dim above 8 * warp width");
-  });
+    if (a.dk <= 4 * kDeltaGroup) go(std::integral_constant<int, 4>{});
+    else if (a.dk <= 8 * kDeltaGroup) go(std::integral_constant<int, 8>{});
+    else if (a.dk <= 16 * kDeltaGroup) go(std::integral_constant<int, 16>{});
+    else go(std::integral_constant<int, 32>{});
+  }
   GPU_CHECK_LAUNCH();
 }
 

@@ -284,7 +284,6 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     a.qkv = qkv.as<float>(), a.g = g.as<float>(), a.beta = beta.as<float>();
     a.state = state.recurrent.as<float>(), a.out = out.as<float>();
     a.Hk = dims.num_key_heads, a.Hv = dims.num_value_heads, a.dk = dims.key_dim, a.dv = dims.value_dim;
-    for (int s = 0; s < batch.num_seqs(); ++s) a.max_rows_per_seq = std::max(a.max_rows_per_seq, batch.host->seq_rows(s));
     gpu::launch_gdn_delta_rule(launch(), a, gdn_batch(batch));
   }
   void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
@@ -320,7 +319,9 @@ class GpuBackend final : public Backend, private gpu::Scratch {
  private:
   static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
   static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
-    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs()};
+    int max_rows = 0;
+    for (int s = 0; s < b.num_seqs(); ++s) max_rows = std::max(max_rows, b.host->seq_rows(s));
+    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs(), max_rows};
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));

@@ -125,6 +125,7 @@ struct GdnBatch {
   const int32_t* seq_context_before = nullptr;  // [S]
   const int32_t* state_slots = nullptr;         // [S]
   int num_seqs = 0;
+  int max_rows_per_seq = 0;                     // host side
 };
 // mixed, out [T, C]; weight [C, Kc]; conv_state [slots, C, Kc - 1] f32
 void launch_gdn_conv(const Launch& l, const float* mixed, const void* weight, DType weight_type, float* conv_state,
@@ -139,7 +140,6 @@ struct DeltaRuleArgs {
   float* state = nullptr;       // [slots, Hv, dk, dv]
   float* out = nullptr;         // [T, Hv, dv]
   int Hk = 0, Hv = 0, dk = 0, dv = 0;
-  int max_rows_per_seq = 0;     // host side
 };
 void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBatch& b);
 

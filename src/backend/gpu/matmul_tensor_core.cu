@@ -9,11 +9,10 @@
 // the same for A and B, so the sums are unchanged and every load is a 16-byte vector.
 //
 // The activations are split once (launch_split16) into 16-bit hi and lo arrays, once for a whole group
-// of matrices that read them (one launch for all). A block of 8 warps owns 256 weight rows (32 per
-// warp) and stages each 64-k chunk of the activations in shared memory once
-// for all of them; the grid splits K until there are about two blocks per SM, and the splits' partial
-// sums are added in split order by a second kernel (deterministic). Measured in
-// docs/PERFORMANCE_GPU.md (round 5).
+// of matrices that read them (one launch for all). A block of 4 or 8 warps owns 32 weight rows per
+// warp and stages each 64-k chunk of the activations in shared memory once for all of them; the grid
+// splits K until there are 16-32 warps per SM, and the splits' partial sums are added in split order
+// by a second kernel (deterministic). Measured in docs/PERFORMANCE_GPU.md (rounds 5 and 9).
 
 #include <algorithm>
 
@@ -26,11 +25,10 @@
 namespace dcu::gpu {
 namespace {
 
-constexpr int kWarps = 8;
 constexpr int kTileRows = 32;                       // weight rows per warp: two m16 tiles
-constexpr int kBlockRows = kWarps * kTileRows;      // 256
 constexpr int kChunkK = 64;                         // k staged in shared memory per iteration: two k32 steps
-constexpr int kMinBlocks = 264;                     // about two blocks per SM on an H200 (132 SMs)
+// Warps the grid should have, about 16 (up to 16 rows) or 32 (more rows) per SM of an H200 (132 SMs).
+constexpr int kGridWarps = 2112, kGridWarpsWide = 4224;
 
 // d += A . B for one m16n8k16 tile, A and B of the 16-bit type W (bf16 or f16), f32 accumulators.
 // Not volatile: the compiler may interleave independent multiplies.
@@ -55,22 +53,22 @@ struct TensorCoreParts {
   int block_end[kMaxMatmulGroup];
 };
 
-// grid (sum of ceil(N_p / 256), S). Warp w of block (b, s) owns rows 256 b + 32 w .. + 31 of its part's
-// weights and k range [s * k_split, (s + 1) * k_split). x_hi, x_lo [T, K] (16-bit, x = hi + lo).
-// NT n8 tiles of tokens.
-template <typename W, int NT>
-__global__ void __launch_bounds__(kWarps * 32)
+// grid (sum of ceil(N_p / (32 Warps)), S). Warp w of block (b, s) owns rows 32 (Warps b + w) .. + 31
+// of its part's weights and k range [s * k_split, (s + 1) * k_split). x_hi, x_lo [T, K] (16-bit,
+// x = hi + lo). NT n8 tiles of tokens.
+template <typename W, int NT, int Warps>
+__global__ void __launch_bounds__(Warps * 32)
     tensor_core_matmul_kernel(const uint16_t* __restrict__ x_hi, const uint16_t* __restrict__ x_lo,
                               const TensorCoreParts parts, int T, int K, int k_split) {
 #if __CUDA_ARCH__ >= 800
   const int p = group_entry(parts.block_end, int(blockIdx.x));
   const uint16_t* __restrict__ w = group_pick(parts.w, p);
   const int N = group_pick(parts.N, p), block = int(blockIdx.x) - (p > 0 ? group_pick(parts.block_end, p - 1) : 0);
-  // The chunk's activations, one row of 64 k (8 x 16 bytes) per token, staged once for all 8 warps.
+  // The chunk's activations, one row of 64 k (8 x 16 bytes) per token, staged once for all warps.
   // Rows padded by 4 x 16 bytes: the 8 lanes of a quarter warp (two tokens) hit distinct banks.
   __shared__ uint4 stage_hi[NT * 8][kChunkK / 8 + 4], stage_lo[NT * 8][kChunkK / 8 + 4];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  const int row0 = block * kBlockRows + warp * kTileRows;
+  const int row0 = block * Warps * kTileRows + warp * kTileRows;
   const int k_begin = blockIdx.y * k_split, k_end = min(K, k_begin + k_split);
   float acc[2][NT][4] = {};
   for (int kc = k_begin; kc < k_end; kc += kChunkK) {
@@ -89,7 +87,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         }
     // Launched overlapping the activation split: its first weights are on their way before it ends.
     if (kc == k_begin) wait_for_previous_kernel();
-    for (int i = threadIdx.x; i < NT * 8 * (kChunkK / 8); i += kWarps * 32) {
+    for (int i = threadIdx.x; i < NT * 8 * (kChunkK / 8); i += Warps * 32) {
       const int token = i / (kChunkK / 8), q = i % (kChunkK / 8);
       const int64_t at = int64_t(token) * K + kc + 8 * q;
       const bool live = token < T;
@@ -161,6 +159,10 @@ template <typename W>
 void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch) {
   const MatmulArgs& a = group[0];  // x, T and K are the group's
   const int T = int(a.T), K = int(a.K);
+  // Blocks of 8 warps at 17..32 rows, where the multiplies are many and more warps share each staged
+  // activation chunk; of 4 below, where smaller blocks overlap one another's weight loads better
+  // (docs/PERFORMANCE_GPU.md, round 9).
+  const int warps = T <= 16 ? 4 : 8, block_rows = warps * kTileRows;
   TensorCoreParts parts{};
   SplitSums sums{};
   int blocks = 0;
@@ -168,12 +170,12 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   for (int p = 0; p < count; ++p) {
     parts.w[p] = static_cast<const uint16_t*>(group[p].w);
     parts.N[p] = int(group[p].N);
-    parts.block_end[p] = blocks += int((group[p].N + kBlockRows - 1) / kBlockRows);
+    parts.block_end[p] = blocks += int((group[p].N + block_rows - 1) / block_rows);
     sums.y[p] = group[p].y;
   }
-  // Split K until the grid has about two blocks per SM (each split a multiple of the chunk).
-  const int chunks = K / kChunkK;
-  const int want = std::min(chunks, (kMinBlocks + blocks - 1) / blocks);
+  // Split K until the grid has about kGridWarps(Wide) warps (each split a multiple of the chunk).
+  const int chunks = K / kChunkK, grid_warps = T <= 16 ? kGridWarps : kGridWarpsWide;
+  const int want = std::min(chunks, (grid_warps / warps + blocks - 1) / blocks);
   const int k_split = (chunks + want - 1) / want * kChunkK, S = (K + k_split - 1) / k_split;
   for (int p = 0; p < count; ++p) outputs += int64_t(T) * group[p].N;
   const int64_t n = int64_t(T) * K;
@@ -191,14 +193,14 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   for (int p = count; p < kMaxMatmulGroup; ++p) sums.end[p] = at, parts.block_end[p] = blocks;  // group_entry
   launch_split16(l, a.x, hi, lo, n, a.w_type);
   const dim3 grid{unsigned(blocks), unsigned(S)};
-  const dim3 block{kWarps * 32};
-  auto go = [&](auto tiles) {
-    launch_overlapping(l, tensor_core_matmul_kernel<W, decltype(tiles)::value>, grid, block, 0, hi, lo, parts, T, K,
-                       k_split);
+  auto go = [&](auto tiles, auto block_warps) {
+    constexpr int NT = decltype(tiles)::value, Warps = decltype(block_warps)::value;
+    launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps>, grid, Warps * 32, 0, hi, lo, parts, T, K, k_split);
   };
-  if (T <= 8) go(std::integral_constant<int, 1>{});
-  else if (T <= 16) go(std::integral_constant<int, 2>{});
-  else go(std::integral_constant<int, 4>{});
+  using std::integral_constant;
+  if (T <= 8) go(integral_constant<int, 1>{}, integral_constant<int, 4>{});
+  else if (T <= 16) go(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+  else go(integral_constant<int, 4>{}, integral_constant<int, 8>{});
   GPU_CHECK_LAUNCH();
   if (S > 1) {
     launch_overlapping(l, sum_splits_kernel, unsigned(std::min<int64_t>((outputs + 255) / 256, 4096)), 256, 0, sums, S);
