@@ -249,6 +249,9 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaR
     st[i] = (active && r < dk && !fresh) ? S[int64_t(r) * dv + c] : 0.0f;
   }
   const float* u = a.qkv + int64_t(row) * C;
+  // Every global load is issued here, before the first barrier: the state, the gates, v and q | k.
+  const float g_log = a.g[int64_t(row) * Hv + j], bt = a.beta[int64_t(row) * Hv + j];
+  const float v_c = active ? u[2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] : 0.0f;
   for (int i = threadIdx.x; i < dk; i += blockDim.x) {
     qk[i] = u[int64_t(kh) * dk + i];
     qk[dk + i] = u[int64_t(a.Hk) * dk + int64_t(kh) * dk + i];
@@ -262,8 +265,7 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaR
   }
   __syncthreads();
   const float q_inv = inv_norm[0], k_inv = inv_norm[1];
-  const float decay = expf(a.g[int64_t(row) * Hv + j]);
-  const float bt = a.beta[int64_t(row) * Hv + j];
+  const float decay = expf(g_log);
   float mem = 0.0f;
 #pragma unroll
   for (int i = 0; i < R; ++i) {
@@ -276,7 +278,7 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaR
   mem = 0.0f;
 #pragma unroll
   for (int v = 0; v < G; ++v) mem += mem_part[v][lane];
-  const float delta = active ? bt * (u[2 * int64_t(a.Hk) * dk + int64_t(j) * dv + c] - mem) : 0.0f;
+  const float delta = active ? bt * (v_c - mem) : 0.0f;
   float o = 0.0f;
 #pragma unroll
   for (int i = 0; i < R; ++i) {
