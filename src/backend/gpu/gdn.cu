@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(Threads) delta_rule_kernel(DeltaRuleArgs a, Gd
   constexpr int NP = (2 * R * Group * kDeltaChunk + Threads - 1) / Threads;  // staged q, k values per thread
   constexpr int NV = (kDeltaChunk * W + Threads - 1) / Threads;             // staged v values per thread
   // The norms take (token, q or k) pairs by column group; a warp's groups must agree on the count.
-  static_assert(R % 4 == 0 && (2 * kDeltaChunk) % (32 / Group) == 0);
+  static_assert(R % 4 == 0 && (2 * kDeltaChunk) % (WARP_SIZE / Group) == 0);
   extern __shared__ float4 qk4[];             // [2][kDeltaChunk][2 dk]: per token q | k
   float* qk = reinterpret_cast<float*>(qk4);
   __shared__ float gates[2][kDeltaChunk][2];  // exp(g), beta
