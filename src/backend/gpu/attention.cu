@@ -272,16 +272,16 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
       float sc[SR][2] = {};
 #pragma unroll 4
       for (int i = 0; i < D; i += 4) {
-        float4 qv[SR], kv2[2];
+        float4 qv[SR], kr[2];  // query rows, key rows (positions)
 #pragma unroll
         for (int r = 0; r < SR; ++r) qv[r] = *reinterpret_cast<const float4*>(qs + (SR * sy + r) * DP + i);
 #pragma unroll
-        for (int c = 0; c < 2; ++c) kv2[c] = *reinterpret_cast<const float4*>(kv + (sx + SX * c) * DP + i);
+        for (int c = 0; c < 2; ++c) kr[c] = *reinterpret_cast<const float4*>(kv + (sx + SX * c) * DP + i);
 #pragma unroll
         for (int r = 0; r < SR; ++r)
 #pragma unroll
           for (int c = 0; c < 2; ++c)
-            sc[r][c] += qv[r].x * kv2[c].x + qv[r].y * kv2[c].y + qv[r].z * kv2[c].z + qv[r].w * kv2[c].w;
+            sc[r][c] += qv[r].x * kr[c].x + qv[r].y * kr[c].y + qv[r].z * kr[c].z + qv[r].w * kr[c].w;
       }
 #pragma unroll
       for (int r = 0; r < SR; ++r) {  // online softmax over the SX lanes that hold row SR sy + r
@@ -409,13 +409,15 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
         constexpr int D = decltype(d)::value, TQ = decltype(tq)::value, TKV = decltype(tkv)::value;
         auto kernel = prefill_attention_kernel<decltype(e), D, TQ, TKV>;
         const size_t smem = (size_t(TQ + TKV) * (D + 4) + size_t(TKV) * TQ + 3 * TQ) * sizeof(float);
-        if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        if (smem > 48 * 1024)
+          GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         const int bq = TQ / G;
         launch_overlapping(l, kernel, dim3(a.nkv, blocks_for(a.T, bq)), kAttnThreads, smem, a, bq);
       };
       auto tiles = [&](auto d) {
         using std::integral_constant;
-        if (l.lanes == 64) go(d, integral_constant<int, 32>{}, integral_constant<int, 16>{});
+        if constexpr (kNativeLanes == 64) go(d, integral_constant<int, 32>{}, integral_constant<int, 16>{});
+        else if (l.lanes == 64) go(d, integral_constant<int, 32>{}, integral_constant<int, 16>{});
         else go(d, integral_constant<int, 64>{}, integral_constant<int, 32>{});
       };
       if (a.d == 64) tiles(std::integral_constant<int, 64>{});
