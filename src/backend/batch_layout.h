@@ -2,6 +2,7 @@
 // How the packed token rows of one model step map to sequences, KV pages and GDN state slots.
 // Built on the host by the model runner, mirrored to the backend's memory once per step.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct BatchHost {
   int num_seqs() const { return int(state_slots.size()); }
   int num_tokens() const { return int(positions.size()); }
   int seq_rows(int s) const { return seq_row_begin[s + 1] - seq_row_begin[s]; }
+  int max_seq_rows() const {
+    int most = 0;
+    for (int s = 0; s < num_seqs(); ++s) most = std::max(most, seq_rows(s));
+    return most;
+  }
 };
 
 // The same arrays in backend memory (host memory for the CPU backend), plus the host copy for

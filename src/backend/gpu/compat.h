@@ -280,6 +280,8 @@ void with_lanes(int lanes, F&& f) {
 }
 
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
+// Whether p may be read and written as 16-byte vectors (float4, uint4).
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace dcu::gpu
 

@@ -76,8 +76,7 @@ void launch_add(const Launch& l, float* x, const float* y, int64_t n) {
 
 void launch_swiglu(const Launch& l, const float* gate, const float* up, float* out, int64_t n) {
   if (n == 0) return;
-  auto aligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool quads = n % 4 == 0 && aligned(gate) && aligned(up) && aligned(out);
+  const bool quads = n % 4 == 0 && aligned16(gate) && aligned16(up) && aligned16(out);
   launch_overlapping(l, swiglu_kernel, grid_for(quads ? n / 4 : n), kThreads, 0, gate, up, out, n, quads);
   GPU_CHECK_LAUNCH();
 }

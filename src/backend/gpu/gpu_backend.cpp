@@ -319,9 +319,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
  private:
   static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
   static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
-    int max_rows = 0;
-    for (int s = 0; s < b.num_seqs(); ++s) max_rows = std::max(max_rows, b.host->seq_rows(s));
-    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs(), max_rows};
+    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs(), b.host->max_seq_rows()};
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));

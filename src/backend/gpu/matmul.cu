@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(kTileThreads) gemm_tiled_kernel(const float* x
 template <int Lanes, typename W>
 void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu = false) {
   const MatmulArgs& a = group[0];  // x, T and K are the group's
-  bool vec = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
-  for (int p = 0; p < count; ++p) vec = vec && reinterpret_cast<uintptr_t>(group[p].w) % 16 == 0;
+  bool vec = a.K % 8 == 0 && aligned16(a.x);
+  for (int p = 0; p < count; ++p) vec = vec && aligned16(group[p].w);
   const int T = int(a.T);
   auto go = [&](auto tr) {
     constexpr int TR = decltype(tr)::value, C = kGemvColumns;
@@ -294,7 +294,7 @@ __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n, bool quads
 template <typename H>
 void split(const Launch& l, const float* x, H* hi, H* lo, int64_t n) {
   // hi, lo: scratch, hi 16-byte aligned and lo = hi + n
-  const bool quads = n % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  const bool quads = n % 4 == 0 && aligned16(x);
   const int64_t work = quads ? n / 4 : n;
   launch_overlapping(l, split_kernel<H>, unsigned(std::min<int64_t>(blocks_for(work, 256), 8192)), 256, 0, x, hi, lo,
                      n, quads);

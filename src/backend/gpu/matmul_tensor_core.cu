@@ -212,7 +212,7 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
 
 bool tensor_core_matmul_fits(const MatmulArgs& a) {
   return (a.w_type == DType::BF16 || a.w_type == DType::F16) && a.T >= 1 && a.T <= kTensorCoreMaxTokens &&
-         a.K % kChunkK == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0;
+         a.K % kChunkK == 0 && aligned16(a.w);
 }
 
 void launch_tensor_core_matmul(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch) {

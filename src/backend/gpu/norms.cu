@@ -103,8 +103,7 @@ template <NormKind Kind>
 void launch_norm(const Launch& l, float* x, const float* z, const void* w, DType w_type, float eps, float offset,
                  float* out, int64_t R, int64_t n) {
   if (R == 0) return;
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool vectors = n % 4 == 0 && aligned(x) && aligned(out) && (z == nullptr || aligned(z));
+  const bool vectors = n % 4 == 0 && aligned16(x) && aligned16(out) && (z == nullptr || aligned16(z));
   const int64_t n4 = n / 4;
   with_lanes(l.lanes, [&](auto lanes) {
     constexpr int Lanes = decltype(lanes)::value;
