@@ -20,7 +20,7 @@ namespace dcu {
 namespace {
 
 struct BenchArgs {
-  std::string model, random_weights, device = "auto", dtype = "auto";
+  std::string model, random_weights, device = "auto", dtype = "auto", matmul_precision = "high";
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
   int decode_steps = 8, repeats = 3, tensor_parallel_size = 1;
   uint64_t seed = 0;
@@ -47,11 +47,11 @@ std::vector<int> parse_list(const std::string& text, const char* flag) {
 void run_bench(const BenchArgs& a) {
   const int tp = a.tensor_parallel_size;
   std::vector<std::unique_ptr<Backend>> backends;
-  backends.push_back(make_backend(a.device, 0, a.dtype));
+  backends.push_back(make_backend(a.device, 0, a.dtype, a.matmul_precision));
   const bool cpu = backends[0]->kind() == DeviceKind::Cpu;
   if (!cpu && tp > int(list_gpu_devices().size()))
     fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}", tp, tp, list_gpu_devices().size());
-  for (int r = 1; r < tp; ++r) backends.push_back(cpu ? make_cpu_backend() : make_backend(a.device, r, a.dtype));
+  for (int r = 1; r < tp; ++r) backends.push_back(cpu ? make_cpu_backend() : make_backend(a.device, r, a.dtype, a.matmul_precision));
   auto& backend = backends[0];
   ModelConfig config;
   std::string what, dir;
@@ -128,6 +128,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
+  cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
+      ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--prompt-len", args->prompt_lens, "Prefill lengths, comma separated");
   cmd->add_option("--batch", args->batches, "Decode batch sizes, comma separated");
   cmd->add_option("--context", args->contexts, "Cached tokens before each decode step, comma separated");

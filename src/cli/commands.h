@@ -13,4 +13,9 @@ void add_bench_command(CLI::App& app);     // bench_command.cpp
 void add_info_command(CLI::App& app);      // info_command.cpp
 void add_tokenize_command(CLI::App& app);  // tokenize_command.cpp
 
+// --matmul-precision, shared by serve, generate and bench.
+inline constexpr const char* kMatmulPrecisionHelp =
+    "high | medium (GPU, 16-bit --dtype: tensor-core matmuls take the activations as hi + lo 16-bit parts, "
+    "or rounded to one: faster prefill, the precision of vLLM and llama.cpp)";
+
 }  // namespace dcu

@@ -22,7 +22,7 @@ namespace dcu {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_ids, device = "auto", dtype = "auto";
+  std::string model, prompt, prompt_ids, device = "auto", dtype = "auto", matmul_precision = "high";
   int max_tokens = 64;
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = -1;
@@ -68,6 +68,7 @@ void run_generate(const GenerateArgs& a) {
   opts.model_dir = resolve_model_dir(a.model);
   opts.device = a.device;
   opts.dtype = a.dtype;
+  opts.matmul_precision = a.matmul_precision;
   opts.max_num_seqs = 1;
   opts.max_model_len = a.max_model_len;
   opts.tensor_parallel_size = a.tensor_parallel_size;
@@ -147,6 +148,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
+  cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
+      ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
                   "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")
       ->check(CLI::Range(1, 64));

@@ -97,6 +97,8 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", a->engine.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str()
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32", "half", "float"}));
+  cmd->add_option("--matmul-precision", a->engine.matmul_precision, kMatmulPrecisionHelp)
+      ->capture_default_str()->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--max-model-len", a->engine.max_model_len, "Context length (default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-num-seqs", a->engine.max_num_seqs, "Sequences running at once")->capture_default_str()

@@ -6,18 +6,23 @@
 
 namespace dcu {
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype) {
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype,
+                                      const std::string& matmul_precision) {
+  if (matmul_precision != "high" && matmul_precision != "medium")
+    fail("--matmul-precision \"{}\": choose high or medium", matmul_precision);
+  if (matmul_precision == "medium" && (dtype == "float32" || dtype == "float"))
+    fail("--matmul-precision medium rounds activations to 16 bits; it needs a 16-bit --dtype, not {}", dtype);
   if (device == "cpu") return make_cpu_backend();
   if (device == "auto") {
     if (gpu_backend_compiled() && int(list_gpu_devices().size()) > device_index)
-      return make_gpu_backend(device_index, gpu_options_for_dtype(dtype));
+      return make_gpu_backend(device_index, gpu_options_for_dtype(dtype, 0, matmul_precision));
     return make_cpu_backend();
   }
   if (device == "cuda" || device == "hip") {
     if (!gpu_backend_compiled()) fail("--device {}: this build has no GPU backend (build the cuda or hip-gfx906 preset)", device);
     const int count = int(list_gpu_devices().size());
     if (device_index >= count) fail("--device {}: GPU {} requested but {} found", device, device_index, count);
-    return make_gpu_backend(device_index, gpu_options_for_dtype(dtype));
+    return make_gpu_backend(device_index, gpu_options_for_dtype(dtype, 0, matmul_precision));
   }
   fail("unknown device \"{}\" (choose auto, cpu, cuda or hip)", device);
 }

@@ -74,7 +74,7 @@ size_t cache_budget_of(const EngineOptions& o, const Backend& backend, size_t sc
 // One backend per local rank, all CPUs or all GPUs (GPU i for local rank i).
 std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o, int local_ranks) {
   std::vector<std::unique_ptr<Backend>> out;
-  out.push_back(make_backend(o.device, 0, o.dtype));
+  out.push_back(make_backend(o.device, 0, o.dtype, o.matmul_precision));
   // Simulated CPU ranks only on request: `auto` on a machine without enough GPUs is an error, as in vLLM.
   if (local_ranks > 1 && o.device == "auto" && out[0]->kind() == DeviceKind::Cpu)
     fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}{} (add --device cpu to simulate the ranks on "
@@ -89,7 +89,7 @@ std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o,
            o.tensor_parallel_size, local_ranks, gpus);
   }
   for (int r = 1; r < local_ranks; ++r)
-    out.push_back(out[0]->kind() == DeviceKind::Cpu ? make_cpu_backend() : make_backend(o.device, r, o.dtype));
+    out.push_back(out[0]->kind() == DeviceKind::Cpu ? make_cpu_backend() : make_backend(o.device, r, o.dtype, o.matmul_precision));
   return out;
 }
 

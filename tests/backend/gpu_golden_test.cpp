@@ -1,11 +1,13 @@
 // The model runner on the GPU backend against Hugging Face transformers (float32): logits at every
 // prompt position (whole prompt at once, and fed in chunks so cached state is continued) and identical
-// greedy continuations. Runs with the native warp width and with 64-lane logical warps, in both
-// precision modes: "float32" (f32 kernels only, logits within 1e-3) and "bfloat16" (matmuls of more
-// than 16 rows on tensor cores, activations split into two bf16 parts; logits within 1e-2, the
-// project's bf16-mode tolerance; decode steps stay on the f32 GEMV and greedy continuations are
-// asserted identical).
+// greedy continuations. Runs with the native warp width and with 64-lane logical warps, in the
+// precision modes: "float32" (f32 kernels only, logits within 1e-3), "bfloat16" (matmuls of more
+// than 2 rows on tensor cores, activations split into two bf16 parts; logits within 1e-2, the
+// project's bf16-mode tolerance) and "bfloat16-medium" (--matmul-precision medium: the activations
+// of those matmuls rounded to bf16, see logit_tolerance); greedy continuations are asserted
+// identical in all of them.
 
+#include <algorithm>
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -16,9 +18,21 @@
 namespace dcu::testing {
 namespace {
 
-float logit_tolerance(const std::string& precision) { return precision == "float32" ? 1e-3f : 1e-2f; }
+using Param = std::tuple<std::string, int, std::string>;  // model dir, logical warp (0 = native), mode
 
-using Param = std::tuple<std::string, int, std::string>;  // model dir, logical warp (0 = native), --dtype
+// The mode: a --dtype, or "bfloat16-medium" (--matmul-precision medium).
+std::string dtype_of(const std::string& mode) { return mode.substr(0, mode.find('-')); }
+std::string matmul_precision_of(const std::string& mode) { return mode.ends_with("-medium") ? "medium" : "high"; }
+
+// float32 1e-3 and bfloat16 1e-2: the project's tolerances. Medium: rounding the activations to bf16
+// (2^-9 relative) moved the logits by up to 0.56 on the tiny model (random weights) and 0.10 on the
+// demo model (H200, 2026-11-30); the bounds catch a broken kernel (errors the size of the logits),
+// and the greedy continuations, asserted identical in every mode, carry the precision.
+float logit_tolerance(const std::string& mode, const std::string& model_dir) {
+  if (mode == "float32") return 1e-3f;
+  if (matmul_precision_of(mode) == "high") return 1e-2f;
+  return model_dir.find("tiny") != std::string::npos ? 1.0f : 0.25f;
+}
 
 class GpuGolden : public ::testing::TestWithParam<Param> {
  protected:
@@ -27,7 +41,8 @@ class GpuGolden : public ::testing::TestWithParam<Param> {
   }
   std::unique_ptr<LoadedModel> load() {
     return std::make_unique<LoadedModel>(std::get<0>(GetParam()), 1024, 512, 8,
-                                         make_gpu_backend(0, gpu_options_for_dtype(std::get<2>(GetParam()), std::get<1>(GetParam()))));
+                                         make_gpu_backend(0, gpu_options_for_dtype(dtype_of(std::get<2>(GetParam())), std::get<1>(GetParam()),
+                                                                                    matmul_precision_of(std::get<2>(GetParam())))));
   }
 };
 
@@ -47,7 +62,7 @@ TEST_P(GpuGolden, PrefillLogitsMatchReference) {
       ASSERT_EQ(logits.size(), expected.size()) << c.key;
       const float diff = max_abs_diff(logits.data(), expected.data(), logits.size());
       std::printf("  %s chunk %d: max |logit - reference| = %.2e\n", c.key.c_str(), chunk, double(diff));
-      EXPECT_LT(diff, logit_tolerance(std::get<2>(GetParam()))) << c.key << " chunk " << chunk;
+      EXPECT_LT(diff, logit_tolerance(std::get<2>(GetParam()), std::get<0>(GetParam()))) << c.key << " chunk " << chunk;
     }
   }
 }
@@ -90,11 +105,13 @@ TEST_P(GpuGolden, DecodeGraphsMatchEagerSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuGolden,
                          ::testing::Combine(::testing::Values("tests/data/tiny-qwen35", "models/dcuserve-demo"),
-                                            ::testing::Values(0, 64), ::testing::Values("float32", "bfloat16")),
+                                            ::testing::Values(0, 64), ::testing::Values("float32", "bfloat16", "bfloat16-medium")),
                          [](const auto& info) {
                            const std::string model =
                                std::get<0>(info.param).find("tiny") != std::string::npos ? "tiny" : "demo";
-                           return model + (std::get<1>(info.param) == 0 ? "_native_" : "_wave64_") + std::get<2>(info.param);
+                           std::string mode = std::get<2>(info.param);
+                           std::replace(mode.begin(), mode.end(), '-', '_');
+                           return model + (std::get<1>(info.param) == 0 ? "_native_" : "_wave64_") + mode;
                          });
 
 }  // namespace

@@ -207,5 +207,23 @@ TEST(Engine, TensorParallelWithoutEnoughGpusIsAClearError) {
   }
 }
 
+TEST(Engine, MatmulPrecisionErrorsAreClear) {
+  for (const auto& [dtype, precision, message] :
+       {std::tuple<std::string, std::string, std::string>{"float32", "medium", "needs a 16-bit --dtype"},
+        {"auto", "low", "choose high or medium"}}) {
+    EngineOptions o;
+    o.model_dir = kModel;
+    o.device = "cpu";
+    o.dtype = dtype;
+    o.matmul_precision = precision;
+    try {
+      create_engine(o);
+      ADD_FAILURE() << dtype << " " << precision << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dcu

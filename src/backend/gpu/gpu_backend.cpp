@@ -50,6 +50,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
 #endif
 #if defined(DCUSERVE_CUDA)
     tensor_cores_ = options.vendor_blas && options.tensor_core_decode;
+    split_activations_ = options.split_activations;
     if (options.vendor_blas) {
       cublasHandle_t handle = nullptr;
       if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised on GPU {}", device_);
@@ -57,6 +58,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
       blas_ = handle;
     }
 #elif defined(DCUSERVE_ROCBLAS)
+    split_activations_ = options.split_activations;
     if (options.vendor_blas) {
       rocblas_handle handle = nullptr;
       if (rocblas_create_handle(&handle) != rocblas_status_success)
@@ -323,7 +325,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_, overlap_};
+    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_, split_activations_, overlap_};
   }
   void drop_graph(uint64_t key) {
     auto it = graphs_.find(key);
@@ -351,6 +353,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   int lanes_ = gpu::kNativeLanes;
   int gemv_max_tokens_ = gpu::kGemvMaxTokens;
   bool tensor_cores_ = false;
+  bool split_activations_ = true;
   bool overlap_ = false;
   gpuStream_t stream_ = nullptr;
   void* blas_ = nullptr;

@@ -36,14 +36,20 @@ struct GpuBackendOptions {
   // the tensor-core kernel (weights read once for both 16-bit halves of the activations) instead of
   // cuBLAS's two GEMMs. Off: cuBLAS, as before (comparisons, debugging).
   bool tensor_core_decode = true;
+  // With vendor_blas: false rounds the activations of tensor-core matmuls to one 16-bit part instead
+  // of hi + lo (one product instead of two, as vLLM and llama.cpp compute; --matmul-precision medium).
+  bool split_activations = true;
 };
 
 // The options for an engine's --dtype: "float32" keeps every matmul on the f32 kernels (the 1e-3
-// tolerance); "bfloat16", "float16" and "auto" use tensor cores for prefill and large batches.
-inline GpuBackendOptions gpu_options_for_dtype(const std::string& dtype, int logical_warp = 0) {
+// tolerance); "bfloat16", "float16" and "auto" use tensor cores for prefill and large batches, with
+// the activations as hi + lo (--matmul-precision high, logits within 1e-2) or rounded ("medium").
+inline GpuBackendOptions gpu_options_for_dtype(const std::string& dtype, int logical_warp = 0,
+                                               const std::string& matmul_precision = "high") {
   GpuBackendOptions o;
   o.logical_warp = logical_warp;
   o.vendor_blas = dtype != "float32";
+  o.split_activations = matmul_precision != "medium";
   // On an H200 the tensor-core decode kernel beats the GEMV from 3 rows on the large projections
   // (T = 4: 41.9 vs 47.1 us on [12288, 5120], 55.2 vs 63.7 on [17408, 5120]; T = 2: the GEMV 37.9 vs
   // 42.4); docs/PERFORMANCE_GPU.md, round 5. HIP builds keep the GEMV up to 16 rows regardless.

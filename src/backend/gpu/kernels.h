@@ -18,6 +18,9 @@ struct Launch {
   void* blas = nullptr;  // cublasHandle_t on CUDA builds when large 16-bit matmuls go to cuBLAS, else null
   int gemv_max_tokens = 16;  // matmuls with at most this many token rows use the GEMV
   bool tensor_cores = false;  // CUDA vendor-BLAS mode: decode batches above the GEMV on tensor cores
+  // Vendor-BLAS mode: tensor-core matmuls take the activations as two 16-bit parts, hi + lo (false:
+  // rounded to one, half the multiplies; --matmul-precision medium).
+  bool split_activations = true;
   bool overlap = false;       // launch_overlapping may overlap kernels (CUDA, compute capability 9.0+)
 };
 
@@ -70,7 +73,7 @@ inline void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch
 void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out, Scratch& scratch);
 // Whether this device runs kernels built with the waits that launch_overlapping needs (sm_90+ code).
 bool kernels_can_overlap();
-// x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo.
+// x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo; lo null: hi only.
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type);
 
 // ---- matmul_tensor_core.cu (CUDA only) -----------------------------------------------------------

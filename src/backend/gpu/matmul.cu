@@ -9,7 +9,8 @@
 //  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): up to 32 rows, the tensor-core kernel
 //    of matmul_tensor_core.cu (activations split hi + lo, weights read once); beyond, the activations
 //    are split into a high and a low part in the weight's 16-bit type (x = hi + lo) and two
-//    cublasGemmEx calls run on tensor cores with f32 accumulation and output.
+//    cublasGemmEx calls run on tensor cores with f32 accumulation and output (one call of the
+//    rounded activations in the medium precision mode, Launch::split_activations false).
 //  - larger T, HIP builds that find rocBLAS (Hygon DTK, ROCm), F16 weights: the same split and two
 //    rocblas_gemm_ex calls. Debian has no rocBLAS, so CI builds the portable path only.
 
@@ -265,9 +266,10 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
   else go(std::integral_constant<int, kGemvMaxTokens>{});
 }
 
-// x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even).
-// quads: x is 16-byte aligned and n a multiple of 4, so a thread converts four values per step
-// (one 16-byte load, two 8-byte stores; the prompt-sized splits are bandwidth-bound).
+// x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even);
+// lo null: x rounded to hi only. quads: x is 16-byte aligned and n a multiple of 4, so a thread
+// converts four values per step (one 16-byte load, 8-byte stores; the prompt-sized splits are
+// bandwidth-bound).
 template <typename H>
 __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n, bool quads) {
   start_after_previous_kernel();
@@ -284,16 +286,21 @@ __global__ void split_kernel(const float* x, H* hi, H* lo, int64_t n, bool quads
       auto pack = [](const H (&p)[4]) {
         return make_uint2(p[0].bits | uint32_t(p[1].bits) << 16, p[2].bits | uint32_t(p[3].bits) << 16);
       };
-      reinterpret_cast<uint2*>(hi)[q] = pack(h), reinterpret_cast<uint2*>(lo)[q] = pack(l);
+      reinterpret_cast<uint2*>(hi)[q] = pack(h);
+      if (lo) reinterpret_cast<uint2*>(lo)[q] = pack(l);
     }
     return;
   }
-  for (int64_t i = first; i < n; i += stride) one(x[i], hi[i], lo[i]);
+  for (int64_t i = first; i < n; i += stride) {
+    H l;
+    one(x[i], hi[i], l);
+    if (lo) lo[i] = l;
+  }
 }
 
 template <typename H>
 void split(const Launch& l, const float* x, H* hi, H* lo, int64_t n) {
-  // hi, lo: scratch, hi 16-byte aligned and lo = hi + n
+  // hi, lo: scratch, hi 16-byte aligned and lo = hi + n (or null)
   const bool quads = n % 4 == 0 && aligned16(x);
   const int64_t work = quads ? n / 4 : n;
   launch_overlapping(l, split_kernel<H>, unsigned(std::min<int64_t>(blocks_for(work, 256), 8192)), 256, 0, x, hi, lo,
@@ -310,18 +317,20 @@ void split(const Launch& l, const float* x, H* hi, H* lo, int64_t n) {
 
 // Two tensor-core GEMMs, y = w . hi + w . lo: rounding the activations to 16 bits once moved logits
 // of the test models by up to 0.9 (tiny) and 0.08 (demo); with the low part they stay near 1e-3.
+// Without split_activations, one GEMM of the rounded activations (--matmul-precision medium).
 template <typename H>
 void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   const int64_t n = a.T * a.K;
-  H* hi = static_cast<H*>(scratch.get(size_t(2 * n) * sizeof(H)));
-  H* lo = hi + n;
+  const int parts = l.split_activations ? 2 : 1;
+  H* hi = static_cast<H*>(scratch.get(size_t(parts * n) * sizeof(H)));
+  H* lo = parts == 2 ? hi + n : nullptr;
   split<H>(l, a.x, hi, lo, n);
   const cudaDataType_t type = std::is_same_v<H, Bf16> ? CUDA_R_16BF : CUDA_R_16F;
   auto handle = static_cast<cublasHandle_t>(l.blas);
   CUBLAS_CHECK(cublasSetStream(handle, l.stream));
   // Row-major y[T, N] = x[T, K] w[N, K]^T is column-major y^T[N, T] = w^T . x^T.
   const float one = 1.0f, zero = 0.0f;
-  for (int part = 0; part < 2; ++part)
+  for (int part = 0; part < parts; ++part)
     CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(a.N), int(a.T), int(a.K), &one, a.w, type,
                               int(a.K), part == 0 ? hi : lo, type, int(a.K), part == 0 ? &zero : &one, a.y,
                               CUDA_R_32F, int(a.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -337,14 +346,15 @@ void blas_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 // type gfx906 multiplies natively (--dtype float16).
 void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
   const int64_t n = a.T * a.K;
-  F16* hi = static_cast<F16*>(scratch.get(size_t(2 * n) * sizeof(F16)));
-  F16* lo = hi + n;
+  const int parts = l.split_activations ? 2 : 1;
+  F16* hi = static_cast<F16*>(scratch.get(size_t(parts * n) * sizeof(F16)));
+  F16* lo = parts == 2 ? hi + n : nullptr;
   split<F16>(l, a.x, hi, lo, n);
   auto handle = static_cast<rocblas_handle>(l.blas);
   ROCBLAS_CHECK(rocblas_set_stream(handle, l.stream));
   // Row-major y[T, N] = x[T, K] w[N, K]^T is column-major y^T[N, T] = w^T . x^T.
   const float one = 1.0f, zero = 0.0f;
-  for (int part = 0; part < 2; ++part)
+  for (int part = 0; part < parts; ++part)
     ROCBLAS_CHECK(rocblas_gemm_ex(handle, rocblas_operation_transpose, rocblas_operation_none, int(a.N), int(a.T),
                                   int(a.K), &one, a.w, rocblas_datatype_f16_r, int(a.K), part == 0 ? hi : lo,
                                   rocblas_datatype_f16_r, int(a.K), part == 0 ? &zero : &one, a.y,

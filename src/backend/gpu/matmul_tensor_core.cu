@@ -9,7 +9,8 @@
 // the same for A and B, so the sums are unchanged and every load is a 16-byte vector.
 //
 // The activations are split once (launch_split16) into 16-bit hi and lo arrays, once for a whole group
-// of matrices that read them (one launch for all). A block of 4 or 8 warps owns 32 weight rows per
+// of matrices that read them (one launch for all); the medium precision mode rounds them to hi only
+// and multiplies once. A block of 4 or 8 warps owns 32 weight rows per
 // warp and stages each 64-k chunk of the activations in shared memory once for all of them; the grid
 // splits K until there are 16-32 warps per SM, and the splits' partial sums are added in split order
 // by a second kernel (deterministic). Measured in docs/PERFORMANCE_GPU.md (rounds 5 and 9).
@@ -55,8 +56,8 @@ struct TensorCoreParts {
 
 // grid (sum of ceil(N_p / (32 Warps)), S). Warp w of block (b, s) owns rows 32 (Warps b + w) .. + 31
 // of its part's weights and k range [s * k_split, (s + 1) * k_split). x_hi, x_lo [T, K] (16-bit,
-// x = hi + lo). NT n8 tiles of tokens.
-template <typename W, int NT, int Warps>
+// x = hi + lo; Split false: x_hi alone, x_lo unused). NT n8 tiles of tokens.
+template <typename W, int NT, int Warps, bool Split>
 __global__ void __launch_bounds__(Warps * 32)
     tensor_core_matmul_kernel(const uint16_t* __restrict__ x_hi, const uint16_t* __restrict__ x_lo,
                               const TensorCoreParts parts, int T, int K, int k_split) {
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(Warps * 32)
       const int64_t at = int64_t(token) * K + kc + 8 * q;
       const bool live = token < T;
       stage_hi[token][q] = live ? *reinterpret_cast<const uint4*>(x_hi + at) : make_uint4(0, 0, 0, 0);
-      stage_lo[token][q] = live ? *reinterpret_cast<const uint4*>(x_lo + at) : make_uint4(0, 0, 0, 0);
+      if constexpr (Split) stage_lo[token][q] = live ? *reinterpret_cast<const uint4*>(x_lo + at) : make_uint4(0, 0, 0, 0);
     }
     __syncthreads();
     // Step s: the lane's 8 k at 32 s + 8 c fill its A slots (a0, a2) of row g and (a1, a3) of row
@@ -102,11 +103,16 @@ __global__ void __launch_bounds__(Warps * 32)
     // 16 token rows.)
 #pragma unroll
     for (int step = 0; step < 2; ++step) {
-      uint4 bh[NT], bl[NT];
+      uint4 bh[NT], bl[NT] = {};
 #pragma unroll
-      for (int n = 0; n < NT; ++n) bh[n] = stage_hi[8 * n + g][4 * step + c], bl[n] = stage_lo[8 * n + g][4 * step + c];
+      for (int n = 0; n < NT; ++n) {
+        bh[n] = stage_hi[8 * n + g][4 * step + c];
+        if constexpr (Split) bl[n] = stage_lo[8 * n + g][4 * step + c];
+      }
+      // q: the k16 half (q / 2) times hi or lo (q % 2)
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
+      for (int q = 0; q < 4; ++q) {
+        if (!Split && q % 2 == 1) continue;
 #pragma unroll
         for (int n = 0; n < NT; ++n)
 #pragma unroll
@@ -117,6 +123,7 @@ __global__ void __launch_bounds__(Warps * 32)
             if (q < 2) mma<W>(d, r0.x, r1.x, r0.y, r1.y, b.x, b.y);
             else mma<W>(d, r0.z, r1.z, r0.w, r1.w, b.z, b.w);
           }
+      }
     }
     __syncthreads();  // the stage is rewritten next iteration
   }
@@ -179,13 +186,14 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   const int k_split = (chunks + want - 1) / want * kChunkK, S = (K + k_split - 1) / k_split;
   for (int p = 0; p < count; ++p) outputs += int64_t(T) * group[p].N;
   const int64_t n = int64_t(T) * K;
-  char* base = static_cast<char*>(scratch.get(size_t(2 * n) * 2 + (S > 1 ? size_t(S * outputs) * 4 : 0)));
+  const int halves = l.split_activations ? 2 : 1;
+  char* base = static_cast<char*>(scratch.get(size_t(halves * n) * 2 + (S > 1 ? size_t(S * outputs) * 4 : 0)));
   auto* hi = reinterpret_cast<uint16_t*>(base);
-  auto* lo = hi + n;
+  auto* lo = halves == 2 ? hi + n : nullptr;
   int64_t at = 0;
   for (int p = 0; p < count; ++p) {
     const int64_t part_outputs = int64_t(T) * group[p].N;
-    if (S > 1) parts.out[p] = reinterpret_cast<float*>(base + 4 * n) + S * at;
+    if (S > 1) parts.out[p] = reinterpret_cast<float*>(base + 2 * halves * n) + S * at;
     else parts.out[p] = group[p].y;
     sums.parts[p] = parts.out[p];
     sums.end[p] = at += part_outputs;
@@ -195,7 +203,12 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   const dim3 grid{unsigned(blocks), unsigned(S)};
   auto go = [&](auto tiles, auto block_warps) {
     constexpr int NT = decltype(tiles)::value, Warps = decltype(block_warps)::value;
-    launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps>, grid, Warps * 32, 0, hi, lo, parts, T, K, k_split);
+    if (l.split_activations)
+      launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps, true>, grid, Warps * 32, 0, hi, lo, parts, T, K,
+                         k_split);
+    else
+      launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps, false>, grid, Warps * 32, 0, hi, lo, parts, T, K,
+                         k_split);
   };
   using std::integral_constant;
   if (T <= 8) go(integral_constant<int, 1>{}, integral_constant<int, 4>{});
