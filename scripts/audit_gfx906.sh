@@ -34,7 +34,7 @@ for line in asm:
     if m: cur = m.group(1); funcs[cur] = []; continue
     if cur and line.startswith('.Lfunc_end'): cur = None; continue
     if cur: funcs[cur].append(line)
-f16 = {n: b for n, b in funcs.items() if '3F16' in n and 'Lb1E' in n}
+f16 = {n: b for n, b in funcs.items() if '3F16ELb1E' in n}  # F16 weights, Vec = true (either Norm)
 if not f16:
     print('audit_gfx906: no vectorised F16 gemv_kernel instantiation found in matmul.s'); sys.exit(1)
 ok = True

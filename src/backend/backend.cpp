@@ -12,6 +12,19 @@ void Backend::copy(void* dst, const void* src, size_t bytes) {
   upload(dst, staging.data(), bytes);
 }
 
+void Backend::norm_matmul_group(const Tensor&, const Tensor&, float, std::span<const Tensor>,
+                                std::span<const Tensor>) {
+  fail("{} does not fold norms into matmuls (see fuses_norms)", name());
+}
+
+void Backend::norm_gate_up_swiglu(const Tensor&, const Tensor&, float, const Tensor&, const Tensor&, Tensor) {
+  fail("{} does not fold norms into matmuls (see fuses_norms)", name());
+}
+
+void Backend::matmul_accumulate(const Tensor&, const Tensor&, Tensor) {
+  fail("{} does not fold norms into matmuls (see fuses_norms)", name());
+}
+
 void Backend::matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) {
   DCU_CHECK(ws.size() == ys.size() && ws.size() <= kMaxMatmulGroup);
   for (size_t i = 0; i < ws.size(); ++i) matmul(x, ws[i], ys[i]);

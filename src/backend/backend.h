@@ -98,6 +98,20 @@ class Backend {
   // gate. The default runs matmul_group and swiglu.
   virtual void gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
                               Tensor out);
+  // Decode steps with the norms folded into the matmuls. Whether the three ops below run for T token
+  // rows (default: never); the model runner then keeps the residual stream out of separate norm ops:
+  // the projections that produce a residual delta add it in place, and those that read the normed
+  // residual normalise it as they read it.
+  virtual bool fuses_norms(int64_t T) const { return false; }
+  // matmul_group of n = rms_norm(x) (1 + norm_w) (the zero-centred norm), n never written.
+  // x [T, K] (the residual stream), norm_w [K]; ws, ys as in matmul_group.
+  virtual void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Tensor> ws,
+                                 std::span<const Tensor> ys);
+  // out = silu(n . gate_w^T) * (n . up_w^T) for n as above.   out [T, I]
+  virtual void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_w,
+                                   const Tensor& up_w, Tensor out);
+  // y += x . w^T.   x [T, K], w [N, K], y [T, N]
+  virtual void matmul_accumulate(const Tensor& x, const Tensor& w, Tensor y);
   // x += y, elementwise.   x, y [n] f32
   virtual void add(Tensor x, const Tensor& y) = 0;
   // out = silu(gate) * up.   gate, up, out [T, I]

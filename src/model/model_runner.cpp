@@ -253,25 +253,38 @@ Tensor ModelRunner::forward(int T, int R) {
   if (comm_) embed_sharded(T);
   else backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
   observe("embed", hidden);
-  // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's).
+  // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's); on a
+  // backend that folds norms into its matmuls (decode steps, one rank, nobody observing the normed
+  // rows) neither is an op of its own: see project_input and project_output.
+  fold_norms_ = !comm_ && !observer_ && backend_.fuses_norms(T);
   Tensor normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
   const float eps = c.rms_norm_eps;
-  backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);
+  if (!fold_norms_) backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);
   for (int layer = 0; layer < c.num_layers; ++layer) {
     if (c.layer_types[size_t(layer)] == LayerType::FullAttention) attention_layer(layer, T);
     else gdn_layer(layer, T);
-    all_reduce(mixer_out);  // o_proj / out_proj partial sums
-    backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer)].post_norm, eps, true, normed);
+    if (!fold_norms_) {
+      all_reduce(mixer_out);  // o_proj / out_proj partial sums
+      backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer)].post_norm, eps, true, normed);
+    }
     mlp(layer, T);
-    all_reduce(mixer_out);  // down_proj partial sums
-    if (layer + 1 < c.num_layers)
-      backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer) + 1].input_norm, eps, true, normed);
-    else
-      backend_.add(hidden, mixer_out);
+    if (!fold_norms_) {
+      all_reduce(mixer_out);  // down_proj partial sums
+      if (layer + 1 < c.num_layers)
+        backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer) + 1].input_norm, eps, true, normed);
+      else
+        backend_.add(hidden, mixer_out);
+    }
     observe("layer" + std::to_string(layer) + ".out", hidden);
   }
   Tensor selected = rows_of(a.selected, R);
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
+  if (fold_norms_) {
+    Tensor logits = rows_of(a.logits, R);
+    const Tensor head[] = {weights_.lm_head}, out[] = {logits};
+    backend_.norm_matmul_group(selected, weights_.final_norm, eps, head, out);
+    return logits;
+  }
   backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);
   observe("final_norm", selected);
   if (comm_) return gather_logits(R);
@@ -311,14 +324,13 @@ void ModelRunner::attention_layer(int layer, int T) {
   const ModelConfig& c = local_;
   const AttentionWeights& w = weights_.layers[size_t(layer)].attn;
   Activations& a = *act_;
-  Tensor x = rows_of(a.normed, T);
   Tensor qg = rows_of(a.qg, T), q = rows_of(a.q, T), gate = rows_of(a.gate, T);
   Tensor k = rows_of(a.k, T), v = rows_of(a.v, T), attn = rows_of(a.attn, T);
   const int64_t kv_width = int64_t(c.num_kv_heads) * c.head_dim;
   const Tensor projections[] = {w.q_proj, w.k_proj, w.v_proj};
   const Tensor outputs[] = {qg.reshaped({T, int64_t(c.num_heads) * 2 * c.head_dim}), k.reshaped({T, kv_width}),
                             v.reshaped({T, kv_width})};
-  backend_.matmul_group(x, projections, outputs);
+  project_input(weights_.layers[size_t(layer)].input_norm, T, projections, outputs);
   backend_.attention_prep(qg, k, w.q_norm, w.k_norm, c.rms_norm_eps, RopeParams{c.rotary_dim, c.rope_theta}, batch_, q,
                           gate);
   PagedKv& kv = cache_.kv(layer);
@@ -326,20 +338,19 @@ void ModelRunner::attention_layer(int layer, int T) {
   backend_.paged_attention(q, kv, batch_, 1.0f / std::sqrt(float(c.head_dim)), attn);
   Tensor attn_flat = attn.reshaped({T, int64_t(c.num_heads) * c.head_dim});
   backend_.sigmoid_mul(attn_flat, gate.reshaped({T, int64_t(c.num_heads) * c.head_dim}));
-  backend_.matmul(attn_flat, w.o_proj, rows_of(a.mixer_out, T));
+  project_output(attn_flat, w.o_proj, T);
 }
 
 void ModelRunner::gdn_layer(int layer, int T) {
   const ModelConfig& c = local_;
   const GdnWeights& w = weights_.layers[size_t(layer)].gdn;
   Activations& a = *act_;
-  Tensor x = rows_of(a.normed, T);
   Tensor mixed = rows_of(a.mixed, T), conv_out = rows_of(a.conv_out, T), z = rows_of(a.z, T);
   Tensor ga = rows_of(a.a, T), gb = rows_of(a.b, T), g = rows_of(a.g, T), beta = rows_of(a.beta, T);
   Tensor core = rows_of(a.core, T), core_normed = rows_of(a.core_normed, T);
   const Tensor projections[] = {w.in_proj_qkv, w.in_proj_z, w.in_proj_a, w.in_proj_b};
   const Tensor outputs[] = {mixed, z, ga, gb};
-  backend_.matmul_group(x, projections, outputs);
+  project_input(weights_.layers[size_t(layer)].input_norm, T, projections, outputs);
   GdnState& state = cache_.state(layer);
   backend_.gdn_conv(mixed, w.conv1d, state, batch_, conv_out);
   backend_.gdn_gates(ga, gb, w.A_log, w.dt_bias, g, beta);
@@ -349,16 +360,33 @@ void ModelRunner::gdn_layer(int layer, int T) {
   const int64_t R = int64_t(T) * c.linear_num_value_heads, dv = c.linear_value_head_dim;
   backend_.gated_rms_norm(core.reshaped({R, dv}), z.reshaped({R, dv}), w.norm, c.rms_norm_eps,
                           core_normed.reshaped({R, dv}));
-  backend_.matmul(core_normed, w.out_proj, rows_of(a.mixer_out, T));
+  project_output(core_normed, w.out_proj, T);
 }
 
 void ModelRunner::mlp(int layer, int T) {
   const LayerWeights& L = weights_.layers[size_t(layer)];
   Activations& a = *act_;
-  Tensor x = rows_of(a.normed, T);  // post-attention norm of the residual stream (step())
   Tensor gate = rows_of(a.mlp_gate, T), up = rows_of(a.mlp_up, T);
-  backend_.gate_up_swiglu(x, L.mlp.gate_proj, L.mlp.up_proj, gate, up, gate);
-  backend_.matmul(gate, L.mlp.down_proj, rows_of(a.mixer_out, T));
+  if (fold_norms_)
+    backend_.norm_gate_up_swiglu(rows_of(a.hidden, T), L.post_norm, local_.rms_norm_eps, L.mlp.gate_proj,
+                                 L.mlp.up_proj, gate);
+  else  // the post-attention norm of the residual stream (forward())
+    backend_.gate_up_swiglu(rows_of(a.normed, T), L.mlp.gate_proj, L.mlp.up_proj, gate, up, gate);
+  project_output(gate, L.mlp.down_proj, T);
+}
+
+// The projections that read the layer's normed residual stream: from `normed`, or from the stream itself
+// through the norm when the backend folds it in.
+void ModelRunner::project_input(const Tensor& norm_w, int T, std::span<const Tensor> ws, std::span<const Tensor> ys) {
+  if (fold_norms_) backend_.norm_matmul_group(rows_of(act_->hidden, T), norm_w, local_.rms_norm_eps, ws, ys);
+  else backend_.matmul_group(rows_of(act_->normed, T), ws, ys);
+}
+
+// The projection that ends a mixer or the MLP: into mixer_out (added to the stream by the next norm,
+// after the all-reduce), or added to the stream in place.
+void ModelRunner::project_output(const Tensor& x, const Tensor& w, int T) {
+  if (fold_norms_) backend_.matmul_accumulate(x, w, rows_of(act_->hidden, T));
+  else backend_.matmul(x, w, rows_of(act_->mixer_out, T));
 }
 
 }  // namespace dcu

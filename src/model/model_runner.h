@@ -76,6 +76,8 @@ class ModelRunner {
   void attention_layer(int layer, int T);
   void gdn_layer(int layer, int T);
   void mlp(int layer, int T);
+  void project_input(const Tensor& norm_w, int T, std::span<const Tensor> ws, std::span<const Tensor> ys);
+  void project_output(const Tensor& x, const Tensor& w, int T);
   void observe(const std::string& name, const Tensor& t) const;
   void all_reduce(Tensor t) {
     if (comm_) comm_->all_reduce_sum(t);
@@ -100,6 +102,7 @@ class ModelRunner {
   TensorObserver observer_;
   bool use_graphs_ = true;
   std::unordered_set<uint64_t> graph_shapes_seen_;
+  bool fold_norms_ = false;  // this step's norms run inside the matmuls (forward())
 };
 
 }  // namespace dcu

@@ -212,6 +212,46 @@ TEST_P(GpuOps, GateUpSwiglu) {
   }
 }
 
+// The decode-step fusions (fuses_norms: rows the GEMV takes): norm_matmul_group and
+// norm_gate_up_swiglu against the CPU's rms_norm (1 + w) then matmuls, matmul_accumulate against
+// y + matmul; 27B / 9B widths, odd sizes (the element-wise GEMV path), each weight dtype.
+TEST_P(GpuOps, NormsFoldedIntoMatmuls) {
+  struct Case {
+    int64_t T, K, N;
+    DType w, norm;
+  };
+  const std::vector<Case> cases = {{1, 5120, 6144, DType::BF16, DType::BF16}, {2, 4096, 3000, DType::BF16, DType::F32},
+                                   {1, 77, 33, DType::F32, DType::BF16},      {5, 640, 1000, DType::F16, DType::F16},
+                                   {16, 1024, 520, DType::BF16, DType::BF16}};
+  for (const char* mode : {"float32", "bfloat16"}) {
+    auto be = make_gpu_backend(0, gpu_options_for_dtype(mode, GetParam()));
+    for (const Case& c : cases) {
+      if (!be->fuses_norms(c.T)) continue;  // the bf16 mode's GEMV takes 2 rows
+      const std::string what = std::string(mode) + " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K);
+      HostTensor x(DType::F32, {c.T, c.K}), nw(c.norm, {c.K}), normed(DType::F32, {c.T, c.K});
+      HostTensor w(c.w, {c.N, c.K}), up_w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N});
+      HostTensor acc(DType::F32, {c.T, c.N});
+      x.random(rng, -3, 3), nw.random(rng, -0.5f, 0.5f), w.random(rng, -0.1f, 0.1f), up_w.random(rng, -0.1f, 0.1f);
+      acc.random(rng);
+      DeviceTensor dx(*be, x), dnw(*be, nw), dw(*be, w), dup_w(*be, up_w), dy(*be, y), dacc(*be, acc);
+      cpu::rms_norm(x.t, nw.t, 1e-6f, true, normed.t);
+      const Tensor ws[] = {dw.t}, ys[] = {dy.t};
+      be->norm_matmul_group(dx.t, dnw.t, 1e-6f, ws, ys);
+      cpu::matmul(normed.t, w.t, y.t);
+      EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w)) << what << " norm_matmul_group";
+      be->norm_gate_up_swiglu(dx.t, dnw.t, 1e-6f, dw.t, dup_w.t, dy.t);
+      cpu::matmul(normed.t, up_w.t, up.t);
+      cpu::swiglu(y.t, up.t, y.t);
+      EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w)) << what << " norm_gate_up_swiglu";
+      be->matmul_accumulate(dx.t, dw.t, dacc.t);
+      cpu::matmul(x.t, w.t, y.t);
+      std::vector<float> expected = acc.floats();
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] += y.floats()[i];
+      EXPECT_LT(relative_error(dacc.floats(), expected), matmul_tolerance(c.w)) << what << " matmul_accumulate";
+    }
+  }
+}
+
 TEST_P(GpuOps, ElementwiseAndGather) {
   for (int64_t n : {int64_t(7) * 17408, int64_t(1001)}) {
     HostTensor a(DType::F32, {n}), b(DType::F32, {n}), out(DType::F32, {n});

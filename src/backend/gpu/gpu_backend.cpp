@@ -4,6 +4,7 @@
 #include "backend/gpu/gpu_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
 #include "backend/gpu/kernels.h"
@@ -190,16 +191,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     gpu::launch_matmul(launch(), {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, N}, *this);
   }
   void matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) override {
-    DCU_CHECK(ws.size() == ys.size() && !ws.empty() && ws.size() <= kMaxMatmulGroup && f32(x));
-    const int64_t T = x.rows(), K = x.cols();
-    static_assert(gpu::kMaxMatmulGroup == int(kMaxMatmulGroup));
-    gpu::MatmulArgs group[kMaxMatmulGroup];
-    for (size_t i = 0; i < ws.size(); ++i) {
-      const Tensor &w = ws[i], &y = ys[i];
-      DCU_CHECK(w.dtype == ws[0].dtype && f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
-      group[i] = {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, w.rows()};
-    }
-    gpu::launch_matmul_group(launch(), group, int(ws.size()), *this);
+    gpu::launch_matmul_group(launch(), matmul_args(x, ws, ys).data(), int(ws.size()), *this);
   }
   void gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
                       Tensor out) override {
@@ -209,6 +201,24 @@ class GpuBackend final : public Backend, private gpu::Scratch {
               up.numel() == gate.numel() && out.numel() == gate.numel());
     gpu::launch_gate_up_swiglu(launch(), {x.as<float>(), gate_w.data, gate_w.dtype, gate.as<float>(), T, K, N},
                                {x.as<float>(), up_w.data, up_w.dtype, up.as<float>(), T, K, N}, out.as<float>(), *this);
+  }
+  bool fuses_norms(int64_t T) const override { return gpu::gemv_takes_all(gemv_max_tokens_, T); }
+  void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Tensor> ws,
+                         std::span<const Tensor> ys) override {
+    DCU_CHECK(norm_w.numel() == x.cols());
+    gpu::launch_norm_matmul_group(launch(), matmul_args(x, ws, ys).data(), int(ws.size()), false,
+                                  {norm_w.data, norm_w.dtype, eps, false});
+  }
+  void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_w, const Tensor& up_w,
+                           Tensor out) override {
+    DCU_CHECK(norm_w.numel() == x.cols() && up_w.rows() == gate_w.rows());
+    const Tensor ws[] = {gate_w, up_w}, ys[] = {out, out};  // the fused GEMV writes the first output only
+    gpu::launch_norm_matmul_group(launch(), matmul_args(x, ws, ys).data(), 2, true,
+                                  {norm_w.data, norm_w.dtype, eps, false});
+  }
+  void matmul_accumulate(const Tensor& x, const Tensor& w, Tensor y) override {
+    const Tensor ws[] = {w}, ys[] = {y};
+    gpu::launch_matmul_accumulate(launch(), matmul_args(x, ws, ys)[0]);
   }
   void add(Tensor x, const Tensor& y) override {
     DCU_CHECK(f32(x) && f32(y) && x.numel() == y.numel());
@@ -320,6 +330,20 @@ class GpuBackend final : public Backend, private gpu::Scratch {
 
  private:
   static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
+  // ys[i] = x . ws[i]^T as the kernels' arguments, shapes checked.
+  static std::array<gpu::MatmulArgs, kMaxMatmulGroup> matmul_args(const Tensor& x, std::span<const Tensor> ws,
+                                                                 std::span<const Tensor> ys) {
+    DCU_CHECK(ws.size() == ys.size() && !ws.empty() && ws.size() <= kMaxMatmulGroup && f32(x));
+    static_assert(gpu::kMaxMatmulGroup == int(kMaxMatmulGroup));
+    const int64_t T = x.rows(), K = x.cols();
+    std::array<gpu::MatmulArgs, kMaxMatmulGroup> group{};
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const Tensor &w = ws[i], &y = ys[i];
+      DCU_CHECK(w.dtype == ws[0].dtype && f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
+      group[i] = {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, w.rows()};
+    }
+    return group;
+  }
   static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
     return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs(), b.host->max_seq_rows()};
   }

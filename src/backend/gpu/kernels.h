@@ -71,6 +71,20 @@ inline void launch_matmul(const Launch& l, const MatmulArgs& a, Scratch& scratch
 // out [T, N] = silu(gate product) * up product, where gate.y, up.y [T, N] hold the products on the
 // paths that need them (the GEMV path fuses all three and leaves them untouched).
 void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out, Scratch& scratch);
+// What a GEMV launch folds in: the zero-centred RMSNorm of its input (x is the residual stream,
+// norm_w [K] of norm_type), and accumulation into y (y += x . w^T).
+struct GemvFusion {
+  const void* norm_w = nullptr;
+  DType norm_type = DType::F32;
+  float eps = 0.0f;
+  bool accumulate = false;
+};
+// Whether every matmul of T token rows runs on the GEMV, which does the fused ops below.
+bool gemv_takes_all(int gemv_max_tokens, int64_t T);
+// The decode-step fusions (only where gemv_takes_all): a group, or gate/up/SwiGLU (group[0] = gate,
+// group[1] = up, out = group[0].y), of rms_norm(x) (1 + norm_w); and y += x . w^T.
+void launch_norm_matmul_group(const Launch& l, const MatmulArgs* group, int count, bool swiglu, const GemvFusion& norm);
+void launch_matmul_accumulate(const Launch& l, const MatmulArgs& a);
 // Whether this device runs kernels built with the waits that launch_overlapping needs (sm_90+ code).
 bool kernels_can_overlap();
 // x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo; lo null: hi only.

@@ -30,6 +30,14 @@ namespace {
 // 128 threads: 1-5 % faster than 256 at one and two rows on H200 (9B batch 2 375.2 -> 395.4 tok/s):
 // twice the blocks, each thread twice the k.
 constexpr int kGemvThreads = 128;
+// CUDA, one token row: at most 48 registers, 10 blocks of 128 threads per SM. Left to the compiler
+// (50-64 registers with the folded norm and accumulation), batch 1 lost 2-3 % on H200 against 10
+// blocks (docs/PERFORMANCE_GPU.md, round 10). HIP's second bound means waves per SIMD: not set.
+#if defined(DCUSERVE_CUDA)
+#define DCU_GEMV_BOUNDS(TR) __launch_bounds__(kGemvThreads, (TR) == 1 ? 10 : 0)
+#else
+#define DCU_GEMV_BOUNDS(TR) __launch_bounds__(kGemvThreads)
+#endif
 // Output columns per block: C weight loads in flight per thread. (8 measured 3-7 % slower at T = 1 on
 // the 27B shapes: fewer, longer blocks.)
 constexpr int kGemvColumns = 4;
@@ -75,16 +83,44 @@ struct GemvParts {
   // The MLP's gate and up projections (w[0], w[1]) as one: a block takes C / 2 rows of each and
   // writes y[0] = silu(gate) * up.
   bool swiglu = false;
+  GemvFusion fusion;
 };
+
+// Eight consecutive norm weights as f32 (an ordinary load: every block reads them).
+__device__ __forceinline__ void load8_norm(const void* w, DType type, int64_t k, float* out) {
+  if (type == DType::BF16 || type == DType::F16) {
+    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(w) + k);
+    const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 p = type == DType::BF16 ? widen_pair(words[i], Bf16{}) : widen_pair(words[i], F16{});
+      out[2 * i] = p.x, out[2 * i + 1] = p.y;
+    }
+  } else {
+    const float4 a = reinterpret_cast<const float4*>(static_cast<const float*>(w) + k)[0];
+    const float4 b = reinterpret_cast<const float4*>(static_cast<const float*>(w) + k)[1];
+    out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+  }
+}
+__device__ __forceinline__ float load_norm(const void* w, DType type, int64_t k) {
+  if (type == DType::BF16) return to_f32(static_cast<const Bf16*>(w)[k]);
+  if (type == DType::F16) return to_f32(static_cast<const F16*>(w)[k]);
+  return static_cast<const float*>(w)[k];
+}
 
 // grid (sum of ceil(N_p / C); ceil(N / (C / 2)) for swiglu), block kGemvThreads. x [T, K]; TR >= T
 // token rows.
 // Vec: K % 8 == 0 and 16-byte aligned rows (thread i takes chunks i, i + threads, ...); otherwise
 // element-wise over K.
-template <int Lanes, int TR, int C, typename W, bool Vec>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts,
+// Norm (fusion.norm_w set): x is the residual stream and the block multiplies rms_norm(x) (1 + norm_w):
+// it takes x (1 + norm_w) into the dot products and sums each row's squares alongside (the block reads
+// all of x anyway), then scales the row's sums by rsqrt(mean(x^2) + eps). A template parameter: the
+// norm's registers (64 against 44) would cost the other GEMVs occupancy (27B batch 1 -6 %).
+// fusion.accumulate: y += sums.
+template <int Lanes, int TR, int C, typename W, bool Vec, bool Norm>
+__global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts,
                                                             int T, int64_t K) {
-  __shared__ float partial[kGemvThreads / Lanes][C * TR];
+  __shared__ float partial[kGemvThreads / Lanes][C * TR + TR];  // column sums, then row squares
   const int p = group_entry(parts.block_end, unsigned(blockIdx.x));
   const W* __restrict__ w = group_pick(parts.w, p);
   float* __restrict__ y = group_pick(parts.y, p);
@@ -102,14 +138,32 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
     for (int c = 0; c < C; ++c) prefetch_l2(wr[c] + threadIdx.x * 8);
   wait_for_previous_kernel();
   let_next_kernel_start();
-  float acc[C][TR];
+  float acc[C][TR], squares[TR];
 #pragma unroll
-  for (int c = 0; c < C; ++c)
+  for (int t = 0; t < TR; ++t) {
+    squares[t] = 0.0f;
 #pragma unroll
-    for (int t = 0; t < TR; ++t) acc[c][t] = 0.0f;
+    for (int c = 0; c < C; ++c) acc[c][t] = 0.0f;
+  }
+  const GemvFusion& f = parts.fusion;
+  // x's chunk of token row t at k, normalised but for the row scale when fusing the norm.
+  auto x8 = [&](int t, int64_t k, const float (&nw)[8], float4& a, float4& b) {
+    const float* xp = x + int64_t(t) * K + k;
+    a = reinterpret_cast<const float4*>(xp)[0], b = reinterpret_cast<const float4*>(xp)[1];
+    if constexpr (Norm) {
+      squares[t] += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w + b.x * b.x + b.y * b.y + b.z * b.z + b.w * b.w;
+      a.x *= nw[0], a.y *= nw[1], a.z *= nw[2], a.w *= nw[3], b.x *= nw[4], b.y *= nw[5], b.z *= nw[6], b.w *= nw[7];
+    }
+  };
 
   if constexpr (Vec) {
     for (int64_t k = int64_t(threadIdx.x) * 8; k < K; k += int64_t(kGemvThreads) * 8) {
+      float nw[8];  // 1 + norm_w at k
+      if constexpr (Norm) {
+        load8_norm(f.norm_w, f.norm_type, k, nw);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) nw[i] += 1.0f;
+      }
 #if defined(__gfx906__)
       if constexpr (std::is_same_v<W, F16>) {
         uint4 wb[C];
@@ -118,8 +172,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
 #pragma unroll
         for (int t = 0; t < TR; ++t) {
           if (t < T) {
-            const float* xp = x + int64_t(t) * K + k;
-            const float4 a = reinterpret_cast<const float4*>(xp)[0], b = reinterpret_cast<const float4*>(xp)[1];
+            float4 a, b;
+            x8(t, k, nw, a, b);
             const half2_t x0{_Float16(a.x), _Float16(a.y)}, x1{_Float16(a.z), _Float16(a.w)};
             const half2_t x2{_Float16(b.x), _Float16(b.y)}, x3{_Float16(b.z), _Float16(b.w)};
 #pragma unroll
@@ -141,8 +195,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
 #pragma unroll
       for (int t = 0; t < TR; ++t) {
         if (t < T) {
-          const float* xp = x + int64_t(t) * K + k;
-          const float4 a = reinterpret_cast<const float4*>(xp)[0], b = reinterpret_cast<const float4*>(xp)[1];
+          float4 a, b;
+          x8(t, k, nw, a, b);
 #pragma unroll
           for (int c = 0; c < C; ++c)
             acc[c][t] += wv[c][0] * a.x + wv[c][1] * a.y + wv[c][2] * a.z + wv[c][3] * a.w + wv[c][4] * b.x +
@@ -155,12 +209,14 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
       float wk[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) wk[c] = to_f32(wr[c][k]);
+      const float nw = Norm ? 1.0f + load_norm(f.norm_w, f.norm_type, k) : 1.0f;
 #pragma unroll
       for (int t = 0; t < TR; ++t)
         if (t < T) {
           const float xv = x[int64_t(t) * K + k];
+          if constexpr (Norm) squares[t] += xv * xv;
 #pragma unroll
-          for (int c = 0; c < C; ++c) acc[c][t] += wk[c] * xv;
+          for (int c = 0; c < C; ++c) acc[c][t] += wk[c] * xv * nw;
         }
     }
   }
@@ -175,20 +231,35 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const float* __restr
         const float s = warp_sum<Lanes>(acc[c][t]);
         if (lane == 0) partial[warp][c * TR + t] = s;
       }
+  if constexpr (Norm)
+#pragma unroll
+    for (int t = 0; t < TR; ++t)
+      if (t < T) {
+        const float s = warp_sum<Lanes>(squares[t]);
+        if (lane == 0) partial[warp][C * TR + t] = s;
+      }
   __syncthreads();
   for (int i = threadIdx.x; i < columns * TR; i += kGemvThreads) {
     const int c = i / TR, t = i % TR;
     if (t < T && n0 + c < N) {
-      float s = 0.0f;
+      float s = 0.0f, scale = 1.0f;
 #pragma unroll
       for (int v = 0; v < kGemvThreads / Lanes; ++v) s += partial[v][i];
+      if constexpr (Norm) {
+        float ss = 0.0f;
+#pragma unroll
+        for (int v = 0; v < kGemvThreads / Lanes; ++v) ss += partial[v][C * TR + t];
+        scale = 1.0f / sqrtf(ss / float(K) + f.eps);
+        s *= scale;
+      }
       if (parts.swiglu) {  // s is the gate; the up projection's sum is C / 2 columns further
         float up = 0.0f;
 #pragma unroll
         for (int v = 0; v < kGemvThreads / Lanes; ++v) up += partial[v][i + columns * TR];
-        s = s / (1.0f + expf(-s)) * up;
+        s = s / (1.0f + expf(-s)) * up * scale;
       }
-      y[int64_t(t) * N + n0 + c] = s;
+      float& out = y[int64_t(t) * N + n0 + c];
+      out = f.accumulate ? out + s : s;
     }
   }
 }
@@ -237,15 +308,17 @@ __global__ void __launch_bounds__(kTileThreads) gemm_tiled_kernel(const float* x
 
 // count matmuls of one x, or (swiglu) group[0] = gate and group[1] = up into group[0].y.
 template <int Lanes, typename W>
-void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu = false) {
+void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu = false,
+                 const GemvFusion& fusion = {}) {
   const MatmulArgs& a = group[0];  // x, T and K are the group's
-  bool vec = a.K % 8 == 0 && aligned16(a.x);
+  bool vec = a.K % 8 == 0 && aligned16(a.x) && (!fusion.norm_w || aligned16(fusion.norm_w));
   for (int p = 0; p < count; ++p) vec = vec && aligned16(group[p].w);
   const int T = int(a.T);
   auto go = [&](auto tr) {
     constexpr int TR = decltype(tr)::value, C = kGemvColumns;
     GemvParts<W> parts{};
     parts.swiglu = swiglu;
+    parts.fusion = fusion;
     unsigned grid = 0;
     for (int p = 0; p < count; ++p) {
       parts.w[p] = static_cast<const W*>(group[p].w);
@@ -256,8 +329,18 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
       parts.block_end[p] = grid;
     }
     for (int p = count; p < kMaxMatmulGroup; ++p) parts.block_end[p] = grid;  // group_entry reads them
-    if (vec) launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, true>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
-    else launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, false>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
+    auto launch = [&](auto vector, auto norm) {
+      constexpr bool Vec = decltype(vector)::value, Norm = decltype(norm)::value;
+      launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, Vec, Norm>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
+    };
+    using std::bool_constant;
+    if (fusion.norm_w) {
+      if (vec) launch(bool_constant<true>{}, bool_constant<true>{});
+      else launch(bool_constant<false>{}, bool_constant<true>{});
+    } else {
+      if (vec) launch(bool_constant<true>{}, bool_constant<false>{});
+      else launch(bool_constant<false>{}, bool_constant<false>{});
+    }
   };
   if (T == 1) go(std::integral_constant<int, 1>{});
   else if (T <= 2) go(std::integral_constant<int, 2>{});
@@ -383,7 +466,7 @@ bool kernels_can_overlap() {
   // The device code that runs must have been built for sm_90+ (a binary for an older architecture
   // running on a newer GPU has no wait_for_previous_kernel in it).
   cudaFuncAttributes attributes{};
-  const auto kernel = gemv_kernel<32, 1, kGemvColumns, Bf16, true>;
+  const auto kernel = gemv_kernel<32, 1, kGemvColumns, Bf16, true, false>;
   return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess && attributes.binaryVersion >= 90;
 #else
   return false;
@@ -393,6 +476,31 @@ bool kernels_can_overlap() {
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type) {
   if (type == DType::BF16) split<Bf16>(l, x, static_cast<Bf16*>(hi), static_cast<Bf16*>(lo), n);
   else split<F16>(l, x, static_cast<F16*>(hi), static_cast<F16*>(lo), n);
+}
+
+bool gemv_takes_all(int gemv_max_tokens, int64_t T) {
+  return T >= 1 && T <= std::min<int64_t>(gemv_max_tokens, kGemvMaxTokens);
+}
+
+void launch_norm_matmul_group(const Launch& l, const MatmulArgs* group, int count, bool swiglu,
+                              const GemvFusion& norm) {
+  if (group[0].T == 0) return;
+  if (!gemv_takes_all(l.gemv_max_tokens, group[0].T)) fail_call("norm_matmul_group", __FILE__, __LINE__, "more rows than the GEMV takes");
+  with_elem_type(group[0].w_type, [&](auto e) {
+    with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, decltype(e)>(l, group, count, swiglu, norm); });
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_matmul_accumulate(const Launch& l, const MatmulArgs& a) {
+  if (a.T == 0 || a.N == 0) return;
+  if (!gemv_takes_all(l.gemv_max_tokens, a.T)) fail_call("matmul_accumulate", __FILE__, __LINE__, "more rows than the GEMV takes");
+  GemvFusion accumulate;
+  accumulate.accumulate = true;
+  with_elem_type(a.w_type, [&](auto e) {
+    with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, decltype(e)>(l, &a, 1, false, accumulate); });
+  });
+  GPU_CHECK_LAUNCH();
 }
 
 void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out,
