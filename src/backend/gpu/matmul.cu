@@ -118,8 +118,8 @@ __device__ __forceinline__ float load_norm(const void* w, DType type, int64_t k)
 // norm's registers (64 against 44) would cost the other GEMVs occupancy (27B batch 1 -6 %).
 // fusion.accumulate: y += sums.
 template <int Lanes, int TR, int C, typename W, bool Vec, bool Norm>
-__global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts,
-                                                            int T, int64_t K) {
+__global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts, int T,
+                                                int64_t K) {
   __shared__ float partial[kGemvThreads / Lanes][C * TR + TR];  // column sums, then row squares
   const int p = group_entry(parts.block_end, unsigned(blockIdx.x));
   const W* __restrict__ w = group_pick(parts.w, p);
