@@ -36,6 +36,9 @@ void run_serve(ServeArgs a) {
   a.engine.model_dir = resolve_model_dir(model_arg);
   for (const auto& flag : a.ignored) log::info("{} has no effect in dcuserve (accepted for vLLM compatibility)", flag);
   if (a.kv_cache_memory_bytes >= 0) a.engine.kv_cache_memory_bytes = a.kv_cache_memory_bytes;
+  // vLLM's aliases of --dtype, as the engine names them.
+  if (a.engine.dtype == "half") a.engine.dtype = "float16";
+  if (a.engine.dtype == "float") a.engine.dtype = "float32";
   // As vLLM's --load-format dummy: config.json and the tokenizer from the folder, random weights.
   a.engine.random_weights = a.load_format == "dummy";
   if (a.engine.node_rank > 0) {

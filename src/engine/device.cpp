@@ -8,9 +8,11 @@ namespace dcu {
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype,
                                       const std::string& matmul_precision) {
+  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16" && dtype != "float32")
+    fail("--dtype \"{}\": choose auto, bfloat16, float16 or float32", dtype);
   if (matmul_precision != "high" && matmul_precision != "medium")
     fail("--matmul-precision \"{}\": choose high or medium", matmul_precision);
-  if (matmul_precision == "medium" && (dtype == "float32" || dtype == "float"))
+  if (matmul_precision == "medium" && dtype == "float32")
     fail("--matmul-precision medium rounds activations to 16 bits; it needs a 16-bit --dtype, not {}", dtype);
   if (device == "cpu") return make_cpu_backend();
   if (device == "auto") {

@@ -47,7 +47,7 @@ LoadProgress terminal_progress() {
 // --dtype float16 stores weight matrices as f16 (the fast path of gfx906's v_dot2_f32_f16); otherwise
 // they stay as the checkpoint has them.
 std::optional<DType> weight_dtype_for(const std::string& dtype) {
-  if (dtype == "float16" || dtype == "half") return DType::F16;
+  if (dtype == "float16") return DType::F16;
   return std::nullopt;
 }
 
@@ -157,7 +157,7 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
 DType LocalRanks::kv_dtype() const {
   const std::string& dtype = options_.dtype;
   if (backends_[0]->kind() == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention reads f32
-  if (dtype == "float16" || dtype == "half") return DType::F16;
+  if (dtype == "float16") return DType::F16;
   return DType::BF16;
 }
 

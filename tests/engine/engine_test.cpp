@@ -207,10 +207,11 @@ TEST(Engine, TensorParallelWithoutEnoughGpusIsAClearError) {
   }
 }
 
-TEST(Engine, MatmulPrecisionErrorsAreClear) {
+TEST(Engine, PrecisionOptionErrorsAreClear) {
   for (const auto& [dtype, precision, message] :
        {std::tuple<std::string, std::string, std::string>{"float32", "medium", "needs a 16-bit --dtype"},
-        {"auto", "low", "choose high or medium"}}) {
+        {"auto", "low", "choose high or medium"},
+        {"float64", "high", "choose auto, bfloat16, float16 or float32"}}) {
     EngineOptions o;
     o.model_dir = kModel;
     o.device = "cpu";

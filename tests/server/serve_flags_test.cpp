@@ -82,6 +82,16 @@ TEST(ServeFlags, EqualsFormAndDefaults) {
   EXPECT_NE(g_options->model_dir.find("dcuserve-demo"), std::string::npos);
 }
 
+TEST(ServeFlags, DtypeAliasesAndMatmulPrecision) {
+  ASSERT_TRUE(parse({"--dtype", "half"}));
+  EXPECT_EQ(g_options->dtype, "float16");
+  EXPECT_EQ(g_options->matmul_precision, "high");
+  ASSERT_TRUE(parse({"--dtype", "float", "--matmul-precision", "medium"}));
+  EXPECT_EQ(g_options->dtype, "float32");  // the engine then refuses medium (engine_test)
+  EXPECT_EQ(g_options->matmul_precision, "medium");
+  EXPECT_THROW(parse({"--matmul-precision", "low"}), CLI::ParseError);
+}
+
 TEST(ServeFlags, NodeZeroServesAndTheOtherNodesFollow) {
   ASSERT_TRUE(parse(split("--tensor-parallel-size 4 --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 "
                           "--master-port 29600")));

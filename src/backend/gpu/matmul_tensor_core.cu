@@ -10,10 +10,11 @@
 //
 // The activations are split once (launch_split16) into 16-bit hi and lo arrays, once for a whole group
 // of matrices that read them (one launch for all); the medium precision mode rounds them to hi only
-// and multiplies once. A block of 4 or 8 warps owns 32 weight rows per
-// warp and stages each 64-k chunk of the activations in shared memory once for all of them; the grid
-// splits K until there are 16-32 warps per SM, and the splits' partial sums are added in split order
-// by a second kernel (deterministic). Measured in docs/PERFORMANCE_GPU.md (rounds 5 and 9).
+// and multiplies once. A block of 4 or 8 warps owns 32 weight rows per warp and stages each 64-k chunk
+// of the activations in shared memory once for all of them; the grid splits K until there are 16-32
+// warps per SM, and the splits' partial sums are added in split order by a second kernel
+// (deterministic; summing them in thread-block clusters instead measured slower, round 10). Measured
+// in docs/PERFORMANCE_GPU.md (rounds 5, 9 and 10).
 
 #include <algorithm>
 
