@@ -391,7 +391,7 @@ void launch_kv_cache_write(const Launch& l, const float* k, const float* v, cons
   with_elem_type(cache_type, [&](auto e) {
     using E = decltype(e);
     launch_overlapping(l, kv_write_kernel<E>, unsigned(T), 256, 0, k, v, slot_mapping, static_cast<E*>(k_cache),
-                                                          static_cast<E*>(v_cache), row);
+                       static_cast<E*>(v_cache), row);
   });
   GPU_CHECK_LAUNCH();
 }

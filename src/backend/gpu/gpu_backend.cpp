@@ -49,9 +49,9 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     // H200; gfx906 has no matrix cores, so decode batches keep the GEMV up to its 16 rows.
     gemv_max_tokens_ = int(gpu::kGemvMaxTokens);
 #endif
+    split_activations_ = options.split_activations;
 #if defined(DCUSERVE_CUDA)
     tensor_cores_ = options.vendor_blas && options.tensor_core_decode;
-    split_activations_ = options.split_activations;
     if (options.vendor_blas) {
       cublasHandle_t handle = nullptr;
       if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised on GPU {}", device_);
@@ -59,7 +59,6 @@ class GpuBackend final : public Backend, private gpu::Scratch {
       blas_ = handle;
     }
 #elif defined(DCUSERVE_ROCBLAS)
-    split_activations_ = options.split_activations;
     if (options.vendor_blas) {
       rocblas_handle handle = nullptr;
       if (rocblas_create_handle(&handle) != rocblas_status_success)

@@ -349,6 +349,17 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
   else go(std::integral_constant<int, kGemvMaxTokens>{});
 }
 
+// launch_gemv for the group's weight dtype and the launch's warp width.
+void run_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu = false,
+              const GemvFusion& fusion = {}) {
+  with_elem_type(group[0].w_type, [&](auto e) {
+    with_lanes(l.lanes, [&](auto lanes) {
+      launch_gemv<decltype(lanes)::value, decltype(e)>(l, group, count, swiglu, fusion);
+    });
+  });
+  GPU_CHECK_LAUNCH();
+}
+
 // x [n] f32 -> hi, lo in the weights' 16-bit type with x ~= hi + lo (each rounded to nearest even);
 // lo null: x rounded to hi only. quads: x is 16-byte aligned and n a multiple of 4, so a thread
 // converts four values per step (one 16-byte load, 8-byte stores; the prompt-sized splits are
@@ -455,8 +466,7 @@ void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 constexpr int64_t kGemvNarrowColumns = 1024;
 
 bool use_gemv(const Launch& l, const MatmulArgs& a) {
-  if (a.T <= std::min<int64_t>(l.gemv_max_tokens, kGemvMaxTokens)) return true;
-  return a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns;
+  return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns);
 }
 
 }  // namespace
@@ -485,22 +495,18 @@ bool gemv_takes_all(int gemv_max_tokens, int64_t T) {
 void launch_norm_matmul_group(const Launch& l, const MatmulArgs* group, int count, bool swiglu,
                               const GemvFusion& norm) {
   if (group[0].T == 0) return;
-  if (!gemv_takes_all(l.gemv_max_tokens, group[0].T)) fail_call("norm_matmul_group", __FILE__, __LINE__, "more rows than the GEMV takes");
-  with_elem_type(group[0].w_type, [&](auto e) {
-    with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, decltype(e)>(l, group, count, swiglu, norm); });
-  });
-  GPU_CHECK_LAUNCH();
+  if (!gemv_takes_all(l.gemv_max_tokens, group[0].T))
+    fail_call("norm_matmul_group", __FILE__, __LINE__, "more rows than the GEMV takes");
+  run_gemv(l, group, count, swiglu, norm);
 }
 
 void launch_matmul_accumulate(const Launch& l, const MatmulArgs& a) {
   if (a.T == 0 || a.N == 0) return;
-  if (!gemv_takes_all(l.gemv_max_tokens, a.T)) fail_call("matmul_accumulate", __FILE__, __LINE__, "more rows than the GEMV takes");
+  if (!gemv_takes_all(l.gemv_max_tokens, a.T))
+    fail_call("matmul_accumulate", __FILE__, __LINE__, "more rows than the GEMV takes");
   GemvFusion accumulate;
   accumulate.accumulate = true;
-  with_elem_type(a.w_type, [&](auto e) {
-    with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, decltype(e)>(l, &a, 1, false, accumulate); });
-  });
-  GPU_CHECK_LAUNCH();
+  run_gemv(l, &a, 1, false, accumulate);
 }
 
 void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const MatmulArgs& up, float* out,
@@ -509,10 +515,7 @@ void launch_gate_up_swiglu(const Launch& l, const MatmulArgs& gate, const Matmul
   if (use_gemv(l, gate)) {  // one pass: the GEMV's epilogue applies silu(gate) * up
     MatmulArgs fused[2] = {gate, up};
     fused[0].y = out;
-    with_elem_type(gate.w_type, [&](auto e) {
-      with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, decltype(e)>(l, fused, 2, true); });
-    });
-    GPU_CHECK_LAUNCH();
+    run_gemv(l, fused, 2, true);
     return;
   }
   const MatmulArgs pair[2] = {gate, up};
@@ -531,11 +534,10 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
     if (use_gemv(l, a)) gemv[gemv_count++] = a;
     else larger[larger_count++] = a;
   }
+  if (gemv_count > 0) run_gemv(l, gemv, gemv_count);
+  if (larger_count == 0) return;
   with_elem_type(group[0].w_type, [&](auto e) {
     using W = decltype(e);
-    if (gemv_count > 0)
-      with_lanes(l.lanes, [&](auto lanes) { launch_gemv<decltype(lanes)::value, W>(l, gemv, gemv_count); });
-    if (larger_count == 0) return;
 #if defined(DCUSERVE_CUDA)
     if constexpr (!std::is_same_v<W, float>) {
       if (l.tensor_cores && std::all_of(larger, larger + larger_count, tensor_core_matmul_fits))

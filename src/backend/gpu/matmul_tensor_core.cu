@@ -178,14 +178,14 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   for (int p = 0; p < count; ++p) {
     parts.w[p] = static_cast<const uint16_t*>(group[p].w);
     parts.N[p] = int(group[p].N);
-    parts.block_end[p] = blocks += int((group[p].N + block_rows - 1) / block_rows);
+    parts.block_end[p] = blocks += int(blocks_for(group[p].N, block_rows));
     sums.y[p] = group[p].y;
+    outputs += int64_t(T) * group[p].N;
   }
   // Split K until the grid has about kGridWarps(Wide) warps (each split a multiple of the chunk).
   const int chunks = K / kChunkK, grid_warps = T <= 16 ? kGridWarps : kGridWarpsWide;
   const int want = std::min(chunks, (grid_warps / warps + blocks - 1) / blocks);
   const int k_split = (chunks + want - 1) / want * kChunkK, S = (K + k_split - 1) / k_split;
-  for (int p = 0; p < count; ++p) outputs += int64_t(T) * group[p].N;
   const int64_t n = int64_t(T) * K;
   const int halves = l.split_activations ? 2 : 1;
   char* base = static_cast<char*>(scratch.get(size_t(halves * n) * 2 + (S > 1 ? size_t(S * outputs) * 4 : 0)));
@@ -204,12 +204,12 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   const dim3 grid{unsigned(blocks), unsigned(S)};
   auto go = [&](auto tiles, auto block_warps) {
     constexpr int NT = decltype(tiles)::value, Warps = decltype(block_warps)::value;
-    if (l.split_activations)
-      launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps, true>, grid, Warps * 32, 0, hi, lo, parts, T, K,
-                         k_split);
-    else
-      launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps, false>, grid, Warps * 32, 0, hi, lo, parts, T, K,
-                         k_split);
+    auto launch = [&](auto split) {
+      launch_overlapping(l, tensor_core_matmul_kernel<W, NT, Warps, decltype(split)::value>, grid, Warps * 32, 0, hi,
+                         lo, parts, T, K, k_split);
+    };
+    if (l.split_activations) launch(std::true_type{});
+    else launch(std::false_type{});
   };
   using std::integral_constant;
   if (T <= 8) go(integral_constant<int, 1>{}, integral_constant<int, 4>{});

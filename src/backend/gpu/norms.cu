@@ -119,7 +119,7 @@ void launch_norm(const Launch& l, float* x, const float* z, const void* w, DType
         return;
       }
       const int threads = row_threads == Lanes ? 256 : row_threads;
-      const unsigned blocks = unsigned((R + threads / row_threads - 1) / (threads / row_threads));
+      const unsigned blocks = blocks_for(R, threads / row_threads);
       auto go = [&](auto p) {
         launch_overlapping(l, rms_norm_registers_kernel<Lanes, W, Kind, decltype(p)::value>, blocks, threads, 0, x, z,
                            static_cast<const W*>(w), eps, offset, out, R, int(n4), row_threads);
