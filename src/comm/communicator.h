@@ -24,6 +24,9 @@ class Communicator {
   // Makes every blocked or later collective of the group fail with dcu::Error instead of waiting for a
   // rank that will never arrive (that rank failed). The group cannot be used afterwards.
   virtual void abort() = 0;
+  // Whether the collectives can be recorded into a CUDA/HIP graph with the ops around them: they are
+  // enqueued on the backend's stream and never wait on the host.
+  virtual bool records_in_graphs() const { return false; }
 };
 
 }  // namespace dcu

@@ -51,13 +51,16 @@ namespace {
 // draining the backend's queue first and waiting for the result (two host round trips).
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, int rank, int size, int device, Backend& backend)
-      : comm_(comm), rank_(rank), size_(size), device_(device), backend_(backend) {
+  NcclCommunicator(ncclComm_t comm, int rank, int size, int device, Backend& backend, bool one_process)
+      : comm_(comm), rank_(rank), size_(size), device_(device), backend_(backend), one_process_(one_process) {
     GPU_OK(gpuSetDevice(device_));
     backend_stream_ = static_cast<gpuStream_t>(backend_.native_stream());
     if (!backend_stream_) GPU_OK(gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking));
   }
   ~NcclCommunicator() override {
+    // Graphs that recorded this communicator's collectives hold it: ncclCommDestroy would wait for
+    // them forever, and only the backend destroys them.
+    backend_.clear_graphs();
     gpuSetDevice(device_);
     if (!aborted_) ncclCommDestroy(comm_);
     if (stream_) gpuStreamDestroy(stream_);
@@ -97,6 +100,9 @@ class NcclCommunicator final : public Communicator {
   void abort() override {
     if (!aborted_.exchange(true)) ncclCommAbort(comm_);
   }
+  // Only within one process: with the ranks of a multi-host group in two processes, node 0 recorded
+  // graphs with collectives, then did not exit on SIGTERM (2 x H200, NCCL 2.28.3); its steps run op by op.
+  bool records_in_graphs() const override { return backend_stream_ && one_process_; }
 
  private:
   void check_not_aborted() const {
@@ -117,6 +123,7 @@ class NcclCommunicator final : public Communicator {
   Backend& backend_;
   gpuStream_t backend_stream_ = nullptr;  // the backend's, not owned
   gpuStream_t stream_ = nullptr;          // own, only when the backend has none
+  bool one_process_;                      // every rank of the group is a thread of this process
   std::atomic<bool> aborted_ = false;
 };
 
@@ -149,7 +156,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGro
   std::vector<std::unique_ptr<Communicator>> out;
   for (size_t i = 0; i < o.devices.size(); ++i)
     out.push_back(std::make_unique<NcclCommunicator>(comms[i], o.first_rank + int(i), o.world_size, o.devices[i],
-                                                     *backends[i]));
+                                                     *backends[i], !o.share_id));
   return out;
 }
 

@@ -39,26 +39,29 @@ double measure_copy_bandwidth(Backend& backend) {
 
 double tensor_bytes(const Tensor& t) { return t.empty() ? 0.0 : double(t.bytes()); }
 
-// Counts rank 0's collectives and the time they take once its own queued work is done.
-// Rank 0's communicator, timing each collective on request: the backend is synchronised before and
-// after, so the time is the collective's own (including waiting for the other ranks). Timing perturbs
-// the step, so speed is measured with it off and collectives in a separate pass.
-class TimedCommunicator final : public Communicator {
+// A rank's communicator as the bench drives it. `timing`: each collective is timed with the backend
+// synchronised before and after, so the time is the collective's own (including the wait for the
+// other ranks); timing perturbs the step, so speed is measured with it off and collectives in a pass
+// of their own. `skip`, set on every rank at once: the collectives are left out (the results are
+// wrong, the rest of the work is the same), to measure what they add to a step.
+class BenchCommunicator final : public Communicator {
  public:
-  TimedCommunicator(Communicator& inner, Backend& backend) : inner_(inner), backend_(backend) {}
+  BenchCommunicator(Communicator& inner, Backend& backend) : inner_(inner), backend_(backend) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string name() const override { return inner_.name(); }
-  void all_reduce_sum(Tensor x) override { timed([&] { inner_.all_reduce_sum(x); }); }
-  void all_gather(const Tensor& local, Tensor out) override { timed([&] { inner_.all_gather(local, out); }); }
+  void all_reduce_sum(Tensor x) override { run([&] { inner_.all_reduce_sum(x); }); }
+  void all_gather(const Tensor& local, Tensor out) override { run([&] { inner_.all_gather(local, out); }); }
   void abort() override { inner_.abort(); }
+  bool records_in_graphs() const override { return inner_.records_in_graphs(); }
 
-  bool timing = false;
+  bool timing = false, skip = false;
   int calls = 0;
   double seconds = 0;
 
  private:
-  template <typename F> void timed(F&& f) {
+  template <typename F> void run(F&& f) {
+    if (skip) return;
     if (!timing) return f();
     backend_.synchronize();
     auto start = Clock::now();
@@ -112,8 +115,9 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
   shape.num_state_slots = max_batch;
   shape.num_blocks = blocks_per_seq * max_batch;
   shape.kv_dtype = DType::F32;
-  std::unique_ptr<TimedCommunicator> timed;
-  if (P > 1) timed = std::make_unique<TimedCommunicator>(*ranks[0].comm, backend);
+  std::vector<std::unique_ptr<BenchCommunicator>> comms;
+  if (P > 1)
+    for (BenchRank& rank : ranks) comms.push_back(std::make_unique<BenchCommunicator>(*rank.comm, *rank.backend));
   std::vector<std::unique_ptr<CacheStorage>> caches;
   std::vector<std::unique_ptr<ModelRunner>> runners;
   for (int r = 0; r < P; ++r) {
@@ -121,7 +125,7 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
     caches.push_back(std::make_unique<CacheStorage>(*rank.backend, local_config(config, shard_plan(config, r, P)), shape));
     runners.push_back(std::make_unique<ModelRunner>(*rank.backend, config, std::move(rank.weights), *caches.back(),
                                                     std::max(max_prompt, max_batch), max_batch,
-                                                    r == 0 && timed ? timed.get() : rank.comm));
+                                                    P > 1 ? comms[size_t(r)].get() : nullptr));
     runners.back()->set_use_graphs(!o.enforce_eager);
   }
   std::unique_ptr<RankThreads> threads;
@@ -176,22 +180,35 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
           run_step(steps);
         }
       };
-      double best = 1e30;
-      for (int r = 0; r < o.repeats; ++r) {
-        auto start = Clock::now();
-        decode_steps();
-        best = std::min(best, seconds_since(start));
-      }
+      auto best_of_repeats = [&] {
+        double best = 1e30;
+        for (int r = 0; r < o.repeats; ++r) {
+          auto start = Clock::now();
+          decode_steps();
+          best = std::min(best, seconds_since(start));
+        }
+        return best;
+      };
+      const double best = best_of_repeats();
       const double tokens_per_s = double(batch) * o.decode_steps / best;
       // State is read and written each step; KV of the whole context is read.
       const double bytes = weight_bytes + batch * (2.0 * state_bytes + (context + 1) * kv_token_bytes);
       DecodeResult d{batch, context, tokens_per_s, bytes, batch / (bytes / report.copy_bandwidth)};
-      if (timed) {  // one more pass, with the collectives timed
-        timed->calls = 0, timed->seconds = 0, timed->timing = true;
+      if (P > 1) {  // op by op (a graph would bypass the communicator): each collective timed, then
+                    // steps with and without the collectives
+        for (auto& runner : runners) runner->set_use_graphs(false);
+        BenchCommunicator& rank0 = *comms[0];
+        rank0.calls = 0, rank0.seconds = 0, rank0.timing = true;
         decode_steps();
-        timed->timing = false;
-        d.collectives_per_step = timed->calls / o.decode_steps;
-        d.collective_s_per_step = timed->seconds / o.decode_steps;
+        rank0.timing = false;
+        d.collectives_per_step = rank0.calls / o.decode_steps;
+        d.collective_s_per_step = rank0.seconds / o.decode_steps;
+        const double with = best_of_repeats();
+        for (auto& c : comms) c->skip = true;
+        const double without = best_of_repeats();
+        for (auto& c : comms) c->skip = false;
+        d.collective_cost_s_per_step = (with - without) / o.decode_steps;
+        for (auto& runner : runners) runner->set_use_graphs(!o.enforce_eager);
       }
       report.decode.push_back(d);
       log::info("decode batch {} context {}: {:.1f} tok/s", batch, context, tokens_per_s);

@@ -26,9 +26,12 @@ struct DecodeResult {
   double tokens_per_s;
   double bytes_per_step;     // weights + GDN state + KV read per step
   double bound_tokens_per_s; // batch / (bytes_per_step / copy bandwidth)
-  // Tensor parallelism: rank 0's collectives per step and the seconds spent in them (0 without).
+  // Tensor parallelism (0 without): rank 0's collectives per step and the seconds spent in them,
+  // each timed on its own; and what they add to a step: an op-by-op step's time minus that of the
+  // same step with the collectives left out.
   int collectives_per_step = 0;
   double collective_s_per_step = 0;
+  double collective_cost_s_per_step = 0;
 };
 
 struct PrefillResult {

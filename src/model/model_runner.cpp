@@ -144,7 +144,8 @@ int power_of_two_at_least(int n) { return int(std::bit_ceil(unsigned(std::max(n,
 }  // namespace
 
 bool ModelRunner::graph_step(std::span<const SequenceStep> seqs) const {
-  if (!use_graphs_ || comm_ || observer_ || !backend_.supports_graphs() || seqs.size() > kGraphMaxSeqs) return false;
+  if (!use_graphs_ || observer_ || !backend_.supports_graphs() || seqs.size() > kGraphMaxSeqs) return false;
+  if (comm_ && !comm_->records_in_graphs()) return false;
   return std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) { return s.tokens.size() == 1 && !s.all_logits; });
 }
 
@@ -232,7 +233,7 @@ Tensor ModelRunner::step(std::span<const SequenceStep> seqs) {
   // attention's context splits (from the position limit).
   const uint64_t key = uint64_t(T) | uint64_t(std::countr_zero(unsigned(batch_host_.max_blocks_per_seq))) << 16 |
                        uint64_t(std::countr_zero(unsigned(batch_host_.position_limit))) << 24;
-  if (backend_.launch_graph(key)) return rows_of(act_->logits, R);
+  if (backend_.launch_graph(key)) return step_logits(R);
   if (graph_shapes_seen_.insert(key).second) return forward(T, R);  // first time: eager, sizing the scratch
   Tensor logits;
   try {
@@ -254,9 +255,9 @@ Tensor ModelRunner::forward(int T, int R) {
   else backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
   observe("embed", hidden);
   // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's); on a
-  // backend that folds norms into its matmuls (decode steps, one rank, nobody observing the normed
-  // rows) neither is an op of its own: see project_input and project_output.
-  fold_norms_ = !comm_ && !observer_ && backend_.fuses_norms(T);
+  // backend that folds norms into its matmuls (decode steps, nobody observing the normed rows)
+  // neither is an op of its own: see project_input and project_output.
+  fold_norms_ = !observer_ && backend_.fuses_norms(T);
   Tensor normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
   const float eps = c.rms_norm_eps;
   if (!fold_norms_) backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);
@@ -279,7 +280,7 @@ Tensor ModelRunner::forward(int T, int R) {
   }
   Tensor selected = rows_of(a.selected, R);
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
-  if (fold_norms_) {
+  if (fold_norms_ && !comm_) {
     Tensor logits = rows_of(a.logits, R);
     const Tensor head[] = {weights_.lm_head}, out[] = {logits};
     backend_.norm_matmul_group(selected, weights_.final_norm, eps, head, out);
@@ -291,6 +292,13 @@ Tensor ModelRunner::forward(int T, int R) {
   Tensor logits = rows_of(a.logits, R);
   backend_.matmul(selected, weights_.lm_head, logits);
   return logits;
+}
+
+// Where forward() leaves the logits of a step with R logit rows.
+Tensor ModelRunner::step_logits(int R) const {
+  if (!comm_) return rows_of(act_->logits, R);
+  if (shard_.rank != 0) return Tensor(act_->full_logits.data, DType::F32, {0, config_.vocab_size});
+  return rows_of(act_->full_logits, R);
 }
 
 void ModelRunner::embed_sharded(int T) {
@@ -308,9 +316,9 @@ Tensor ModelRunner::gather_logits(int R) {
   if (shard_.vocab_rows > 0)
     backend_.matmul(rows_of(a.selected, R), weights_.lm_head, Tensor(a.logits.data, DType::F32, {R, shard_.vocab_rows}));
   comm_->all_gather(Tensor(a.logits.data, DType::F32, {R * stride}), Tensor(a.gathered.data, DType::F32, {P * R * stride}));
-  if (shard_.rank != 0) return Tensor(a.full_logits.data, DType::F32, {0, config_.vocab_size});
+  if (shard_.rank != 0) return step_logits(R);
   const int64_t V = config_.vocab_size;
-  Tensor logits = rows_of(a.full_logits, R);
+  Tensor logits = step_logits(R);
   for (int r = 0; r < P; ++r) {
     // Rank r's block holds R rows of its own width, packed.
     const int64_t begin = std::min<int64_t>(V, r * stride), width = std::min<int64_t>(V, begin + stride) - begin;
@@ -383,10 +391,18 @@ void ModelRunner::project_input(const Tensor& norm_w, int T, std::span<const Ten
 }
 
 // The projection that ends a mixer or the MLP: into mixer_out (added to the stream by the next norm,
-// after the all-reduce), or added to the stream in place.
+// after the all-reduce), or added to the stream in place. Under tensor parallelism rank 0 adds its
+// partial sum to its copy of the stream and the other ranks replace theirs with their partial sums, so
+// that the all-reduce leaves stream + every partial sum on every rank.
 void ModelRunner::project_output(const Tensor& x, const Tensor& w, int T) {
-  if (fold_norms_) backend_.matmul_accumulate(x, w, rows_of(act_->hidden, T));
-  else backend_.matmul(x, w, rows_of(act_->mixer_out, T));
+  if (!fold_norms_) {
+    backend_.matmul(x, w, rows_of(act_->mixer_out, T));
+    return;
+  }
+  Tensor hidden = rows_of(act_->hidden, T);
+  if (shard_.rank == 0) backend_.matmul_accumulate(x, w, hidden);
+  else backend_.matmul(x, w, hidden);
+  all_reduce(hidden);
 }
 
 }  // namespace dcu

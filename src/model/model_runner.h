@@ -60,7 +60,9 @@ class ModelRunner {
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
   // Decode steps of up to 32 sequences run as CUDA/HIP graphs (recorded the second time a shape is
-  // seen, replayed after) on backends that have them. Off: every step launches its ops one by one.
+  // seen, replayed after) on backends that have them; under tensor parallelism only when the
+  // communicator's collectives can be recorded too (NCCL/RCCL in one process). Off: every step
+  // launches its ops one by one.
   void set_use_graphs(bool use) { use_graphs_ = use; }
   const ModelConfig& config() const { return config_; }
   int max_tokens_per_step() const { return max_tokens_; }
@@ -71,6 +73,7 @@ class ModelRunner {
  private:
   struct Activations;
   bool graph_step(std::span<const SequenceStep> seqs) const;
+  Tensor step_logits(int R) const;
   void build_batch(std::span<const SequenceStep> seqs, bool graph);
   Tensor forward(int T, int R);  // the layers and the logits of the built batch
   void attention_layer(int layer, int T);

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "model/sharding.h"
 #include "support/model_fixture.h"
-#include "tp_model.h"
+#include "support/tp_model.h"
 
 namespace dcu::testing {
 namespace {
@@ -20,41 +20,6 @@ constexpr float kTolerance = 1e-4f;
 const char* kTiny = "tests/data/tiny-qwen35";
 const char* k27bHeads = "tests/data/tp-27b-heads";  // 24 q / 4 kv heads, 16 / 48 GDN heads, small widths
 const char* k3way = "tests/data/tp-3way";           // 6 q / 3 kv heads, 3 / 6 GDN heads
-
-std::vector<int32_t> prompt_of(int length, int64_t vocab, int salt) {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < length; ++i) ids.push_back(int32_t((i * 7919 + salt * 104729 + 17) % vocab));
-  return ids;
-}
-
-// Prefill of two sequences in one step (all logits), then chunked prefill + decode steps that mix
-// them, compared step by step between the one-rank and the N-rank model.
-void expect_same_steps(TpModel& one, TpModel& many) {
-  const int64_t V = one.config.vocab_size;
-  auto a1 = one.start_sequence(prompt_of(37, V, 1)), b1 = one.start_sequence(prompt_of(21, V, 2));
-  auto aN = many.start_sequence(prompt_of(37, V, 1)), bN = many.start_sequence(prompt_of(21, V, 2));
-  std::vector<std::vector<std::pair<int, int>>> schedule = {
-      {{0, 20}, {1, 21}}, {{0, 17}}, {{0, 1}, {1, 1}}, {{1, 1}, {0, 1}}, {{0, 1}, {1, 1}}};
-  for (size_t s = 0; s < schedule.size(); ++s) {
-    std::vector<std::pair<TpModel::Sequence*, int>> w1, wN;
-    for (auto [which, count] : schedule[s]) {
-      TpModel::Sequence* x1 = which == 0 ? &a1 : &b1;
-      TpModel::Sequence* xN = which == 0 ? &aN : &bN;
-      if (x1->computed + count > int(x1->tokens.size())) {  // decode: extend both with the same token
-        const int32_t t = int32_t((x1->tokens.size() * 31 + s) % V);
-        x1->tokens.push_back(t);
-        xN->tokens.push_back(t);
-      }
-      w1.push_back({x1, count});
-      wN.push_back({xN, count});
-    }
-    const bool all = s == 0;
-    std::vector<float> l1 = one.step(w1, all), lN = many.step(wN, all);
-    ASSERT_EQ(l1.size(), lN.size()) << "step " << s;
-    ASSERT_FALSE(l1.empty());
-    EXPECT_LT(max_abs_diff(l1.data(), lN.data(), l1.size()), kTolerance) << "step " << s;
-  }
-}
 
 struct Case {
   const char* dir;
@@ -67,7 +32,7 @@ class TensorParallelTest : public ::testing::TestWithParam<Case> {};
 TEST_P(TensorParallelTest, LogitsAndGreedyMatchOneRank) {
   const Case c = GetParam();
   TpModel one(c.dir, 1, c.seed), many(c.dir, c.ranks, c.seed);
-  expect_same_steps(one, many);
+  expect_same_steps(one, many, kTolerance);
   const int64_t V = one.config.vocab_size;
   for (int salt : {3, 4}) {
     const std::vector<int32_t> prompt = prompt_of(9 + salt, V, salt);
