@@ -17,11 +17,11 @@ device = sys.argv[3] if len(sys.argv) > 3 else "cuda"
 
 
 def valid_sizes(model):
-    config = json.load(open(model + "/config.json"))
-    config = config.get("text_config", config)
-    divided = ["num_attention_heads", "linear_num_key_heads", "linear_num_value_heads", "intermediate_size"]
-    kv = config["num_key_value_heads"]
-    return [n for n in sizes if all(config[k] % n == 0 for k in divided) and (kv % n == 0 or n % kv == 0)]
+    """The requested sizes that `dcuserve info` lists for the model."""
+    info = subprocess.run([binary, "info", "--model", model], capture_output=True, text=True, check=True).stdout
+    line = next(l for l in info.splitlines() if l.startswith("tensor-parallel:"))
+    listed = {int(n) for n in line.split(":", 1)[1].split("(")[0].split(",")}
+    return [n for n in sizes if n in listed]
 
 
 def greedy(model, size, case):

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <fmt/ranges.h>
 
 #include "backend/gpu_backend_api.h"
 #include "cli/commands.h"
@@ -13,6 +14,7 @@
 #include "engine/cache_plan.h"
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "model/sharding.h"
 
 namespace dcu {
 namespace {
@@ -37,6 +39,8 @@ void print_model(const ModelConfig& c, const std::string& source, double weight_
               (long long)c.vocab_size, c.tie_word_embeddings ? "yes" : "no");
   const double kv16 = double(c.kv_bytes_per_token(2)), kv32 = double(c.kv_bytes_per_token(4));
   const double state = double(c.state_bytes_per_sequence(4));
+  std::printf("tensor-parallel:     %s (the sizes that divide its heads and widths)\n",
+              fmt::format("{}", fmt::join(valid_tensor_parallel_sizes(c, 64), ", ")).c_str());
   std::printf("KV cache per token:  %s (bf16/f16), %s (f32, CPU backend)\n", format_bytes(kv16).c_str(),
               format_bytes(kv32).c_str());
   std::printf("GDN state per seq:   %s (f32)\n", format_bytes(state).c_str());

@@ -36,6 +36,7 @@ test('info prints the model and memory needs', () => {
   const out = run(['info', '--model', modelDir]);
   assert.match(out, /parameters:\s+0\.008B/);
   assert.match(out, /KV cache per token/);
+  assert.match(out, /tensor-parallel:\s+1, 2 \(/);  // 4/2 attention heads, 2 GDN key heads
 });
 
 test('a bad model folder is a clear error, exit 1', () => {
