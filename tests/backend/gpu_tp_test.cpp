@@ -11,7 +11,9 @@
 // the exact sum, which is split and ordered differently over the ranks) and identical greedy
 // continuations of the golden prompts. Skips without a GPU.
 
+#include <atomic>
 #include <cstdio>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -37,15 +39,42 @@ TpSetup shared_gpu() {
   return s;
 }
 
-// Rank r on GPU r, NCCL/RCCL collectives.
-TpSetup gpu_per_rank(bool graphs) {
+// Counts the collectives the host calls: a replayed graph runs its recorded ones without a call.
+class CountingCommunicator final : public Communicator {
+ public:
+  CountingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<std::atomic<int>> calls)
+      : inner_(std::move(inner)), calls_(std::move(calls)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
+  void all_reduce_sum(Tensor x) override {
+    ++*calls_;
+    inner_->all_reduce_sum(x);
+  }
+  void all_gather(const Tensor& local, Tensor out) override {
+    ++*calls_;
+    inner_->all_gather(local, out);
+  }
+  void abort() override { inner_->abort(); }
+  bool records_in_graphs() const override { return inner_->records_in_graphs(); }
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+  std::shared_ptr<std::atomic<int>> calls_;
+};
+
+// Rank r on GPU r, NCCL/RCCL collectives, counted into `calls` (of every rank) when given.
+TpSetup gpu_per_rank(bool graphs, std::shared_ptr<std::atomic<int>> calls = nullptr) {
   TpSetup s;
   s.backend = [](int rank) { return gpu(rank); };
-  s.communicators = [](const std::vector<Backend*>& backends) {
+  s.communicators = [calls](const std::vector<Backend*>& backends) {
     NcclGroupOptions o;
     for (int r = 0; r < int(backends.size()); ++r) o.devices.push_back(r);
     o.world_size = int(backends.size());
-    return make_nccl_communicators(o, backends);
+    auto comms = make_nccl_communicators(o, backends);
+    if (calls)
+      for (auto& c : comms) c = std::make_unique<CountingCommunicator>(std::move(c), calls);
+    return comms;
   };
   s.graphs = graphs;
   return s;
@@ -115,13 +144,16 @@ TEST_P(NcclRanksGolden, TwoGpusWithAndWithoutGraphsMatchOneGpuAndTransformers) {
   if (!has_gpus(2)) GTEST_SKIP() << "needs 2 GPUs";
   if (!nccl_compiled()) GTEST_SKIP() << "this build has no NCCL/RCCL";
   const std::string dir = GetParam();
-  TpModel one(dir, 1, -1, shared_gpu()), graphs(dir, 2, -1, gpu_per_rank(true)), eager(dir, 2, -1, gpu_per_rank(false));
+  auto graph_calls = std::make_shared<std::atomic<int>>(0), eager_calls = std::make_shared<std::atomic<int>>(0);
+  TpModel one(dir, 1, -1, shared_gpu()), graphs(dir, 2, -1, gpu_per_rank(true, graph_calls)),
+      eager(dir, 2, -1, gpu_per_rank(false, eager_calls));
   std::printf("  graphs: max |logit difference| = %.2e\n", double(expect_same_steps(one, graphs, kTolerance)));
   std::printf("  eager:  max |logit difference| = %.2e\n", double(expect_same_steps(one, eager, kTolerance)));
   // 40 decode steps: the first of a shape runs op by op, the second records its graph, the rest replay.
   const std::vector<int32_t> prompt = prompt_of(23, one.config.vocab_size, 5);
   auto a = graphs.start_sequence(prompt), b = eager.start_sequence(prompt);
   graphs.step({{&a, int(prompt.size())}}, false), eager.step({{&b, int(prompt.size())}}, false);
+  *graph_calls = 0, *eager_calls = 0;
   for (int step = 0; step < 40; ++step) {
     const int32_t token = int32_t((step * 37 + 11) % one.config.vocab_size);
     a.tokens.push_back(token), b.tokens.push_back(token);
@@ -129,6 +161,10 @@ TEST_P(NcclRanksGolden, TwoGpusWithAndWithoutGraphsMatchOneGpuAndTransformers) {
     ASSERT_EQ(la.size(), lb.size());
     EXPECT_LT(max_abs_diff(la.data(), lb.data(), la.size()), 1e-4f) << "step " << step;
   }
+  // The host called the collectives of the steps that ran op by op or recorded a graph: 2 of each of
+  // the 2 shapes (block tables of 2 and 4 pages), against all 40 steps op by op.
+  EXPECT_GT(*eager_calls, 0);
+  EXPECT_LT(*graph_calls, *eager_calls / 4) << "decode steps did not replay graphs";
   graphs.finish_sequence(a), eager.finish_sequence(b);
   for (const ReferenceCase& c : reference_cases(dir)) {
     EXPECT_EQ(graphs.greedy(c.ids, c.greedy.size()), c.greedy) << c.key << " (graphs)";
