@@ -8,8 +8,10 @@
 #include "core/log.h"
 #include "engine/engine_factory.h"
 #include "engine/follower_node.h"
+#include "model/config.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/parser_defaults.h"
 #include "server/text_adapter.h"
 
 namespace dcu {
@@ -48,11 +50,16 @@ void run_serve(ServeArgs a) {
     run_follower_node(a.engine);
     return;
   }
-  if (a.enable_auto_tool_choice && a.tool_call_parser.empty())
-    fail("--enable-auto-tool-choice needs --tool-call-parser (hermes or qwen3_coder)");
+  server::ParserFlags parser_flags;
+  if (!a.reasoning_parser.empty()) parser_flags.reasoning_parser = a.reasoning_parser;
+  if (!a.tool_call_parser.empty()) parser_flags.tool_call_parser = a.tool_call_parser;
+  parser_flags.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  const auto parsers = server::choose_parsers(load_model_config(a.engine.model_dir).model_type, parser_flags);
+  for (const auto& note : parsers.notes) log::info("{}", note);
 
   // The text side first: a bad template or parser name should fail before weights load.
-  auto text = server::load_model_text(a.engine.model_dir, {a.chat_template, a.reasoning_parser, a.tool_call_parser});
+  auto text = server::load_model_text(a.engine.model_dir,
+                                      {a.chat_template, parsers.reasoning_parser, parsers.tool_call_parser});
 
   server::ServerConfig cfg;
   cfg.host = a.host;
@@ -62,9 +69,9 @@ void run_serve(ServeArgs a) {
   if (cfg.served_model_names.empty()) cfg.served_model_names = {model_arg.empty() ? a.engine.model_dir : model_arg};
   cfg.model_root = a.engine.model_dir;
   cfg.max_logprobs = a.max_logprobs;
-  cfg.reasoning_parser = a.reasoning_parser;
-  cfg.tool_call_parser = a.tool_call_parser;
-  cfg.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  cfg.reasoning_parser = parsers.reasoning_parser;
+  cfg.tool_call_parser = parsers.tool_call_parser;
+  cfg.enable_auto_tool_choice = parsers.enable_auto_tool_choice;
   if (a.generation_config == "auto") cfg.defaults = load_generation_defaults(a.engine.model_dir);
   else if (a.generation_config != "vllm") cfg.defaults = load_generation_defaults(a.generation_config);
 
@@ -128,11 +135,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--generation-config", a->generation_config,
                   "auto (the model's generation_config.json) | vllm (vLLM's defaults) | a folder")->capture_default_str();
   cmd->add_option("--chat-template", a->chat_template, "Chat template file or inline Jinja");
-  cmd->add_option("--reasoning-parser", a->reasoning_parser, "qwen3 | deepseek_r1")
-      ->check(CLI::IsMember({"qwen3", "deepseek_r1"}));
-  cmd->add_option("--tool-call-parser", a->tool_call_parser, "hermes | qwen3_coder")
-      ->check(CLI::IsMember({"hermes", "qwen3_coder", "qwen3_xml"}));
-  cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "Let the model decide to call tools");
+  cmd->add_option("--reasoning-parser", a->reasoning_parser, "qwen3 | deepseek_r1 | none (default: the model's, qwen3 for Qwen3.5)")
+      ->check(CLI::IsMember({"qwen3", "deepseek_r1", "none"}));
+  cmd->add_option("--tool-call-parser", a->tool_call_parser,
+                  "hermes | qwen3_coder | none (default: the model's, qwen3_coder with auto tool choice for Qwen3.5)")
+      ->check(CLI::IsMember({"hermes", "qwen3_coder", "qwen3_xml", "none"}));
+  cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
+                "Let the model decide to call tools (on by default when the tool parser comes from the model)");
   cmd->add_option("--max-logprobs", a->max_logprobs, "Largest logprobs / top_logprobs accepted")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   // vLLM flags that mean nothing here: accepted and noted in the log.

@@ -159,10 +159,28 @@ describe('dcuserve serve (no api key, qwen3 reasoning parser, hermes tools)', ()
   });
 });
 
-describe('dcuserve serve --api-key', () => {
+describe('dcuserve serve --api-key (and no parser flags: the parsers of the model)', () => {
   let server;
   before(async () => { server = await startServer(['--api-key', 'sekrit']); });
   after(async () => { await server.stop(); });
+
+  test('without flags a Qwen3.5 model gets the qwen3 reasoning and qwen3_coder tool parsers', async () => {
+    assert.match(server.log(), /--reasoning-parser qwen3 \(from the model/);
+    assert.match(server.log(), /--tool-call-parser qwen3_coder --enable-auto-tool-choice \(from the model/);
+    const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'sekrit', maxRetries: 0 });
+    const chat = reference.chats[1];
+    const r = await client.chat.completions.create({
+      model: 'demo', messages: chat.messages, max_completion_tokens: chat.greedy_ids.length, temperature: 0,
+    });
+    const m = r.choices[0].message;
+    assert.ok(!(m.content || '').includes('</think>'), `the think block stays out of the answer: ${m.content}`);
+    assert.equal((m.content || '').trim(), chat.greedy_text.split('</think>')[1].replace('<|im_end|>', '').trim());
+    const tools = await client.chat.completions.create({
+      model: 'demo', messages: [{ role: 'user', content: 'Weather in Paris?' }], max_tokens: 8, tool_choice: 'auto',
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+    });
+    assert.ok(['stop', 'length', 'tool_calls'].includes(tools.choices[0].finish_reason));
+  });
 
   test('requests need the key', async () => {
     const bad = new OpenAI({ baseURL: server.baseURL, apiKey: 'wrong', maxRetries: 0 });
