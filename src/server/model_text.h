@@ -53,14 +53,14 @@ struct ChatParserOptions {
   bool parse_reasoning = false;    // a --reasoning-parser is configured
   bool prompt_opened_think = false;  // the rendered prompt ends inside <think>
   bool parse_tool_calls = false;   // tools given, tool_choice auto, --tool-call-parser configured
-  nlohmann::json tools = nlohmann::json::array();
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
 };
 
 struct ChatPrompt {
-  nlohmann::json messages = nlohmann::json::array();  // OpenAI messages, content normalised to strings
-  nlohmann::json tools;                               // null or array of {type, function}
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // OpenAI messages, content normalised to strings
+  nlohmann::ordered_json tools;                               // null or array of {type, function}
   bool add_generation_prompt = true;
-  nlohmann::json extra_kwargs = nlohmann::json::object();  // chat_template_kwargs
+  nlohmann::ordered_json extra_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs
 };
 
 class ModelText {

@@ -8,7 +8,7 @@
 namespace dcu::server {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys keep the order the client sent (templates render them)
 
 // Typed, range-checked access to the fields of one JSON object. A null field counts as absent.
 class Fields {
@@ -204,7 +204,9 @@ json parse_messages(const json& messages) {
         json call = c;
         // Chat templates iterate over arguments as a mapping; OpenAI sends a JSON string (vLLM parses it too).
         if (fn->contains("arguments") && (*fn)["arguments"].is_string()) {
-          json args = json::parse((*fn)["arguments"].get<std::string>(), nullptr, false);
+          // An empty string is a call without arguments (vLLM reads it as {}).
+          const std::string text = (*fn)["arguments"].get<std::string>();
+          json args = text.empty() ? json::object() : json::parse(text, nullptr, false);
           if (args.is_discarded()) reject(param + ".tool_calls", "tool call arguments must be a JSON string");
           call["function"]["arguments"] = args;
         }
@@ -260,7 +262,7 @@ ToolChoice parse_tool_choice(const json* v, bool have_tools) {
 
 }  // namespace
 
-nlohmann::json parse_json_body(std::string_view body) {
+nlohmann::ordered_json parse_json_body(std::string_view body) {
   // nlohmann parses iteratively, but later recursive walks (dump, templates) must not see deep nesting.
   int depth = 0;
   bool in_string = false;

@@ -55,14 +55,14 @@ struct ToolChoice {
 
 struct ChatRequest {
   CommonParams common;
-  nlohmann::json messages;  // validated; content normalised to strings, tool-call arguments to objects
-  nlohmann::json tools;     // null or the validated array
+  nlohmann::ordered_json messages;  // validated; content normalised to strings, tool-call arguments to objects
+  nlohmann::ordered_json tools;     // null or the validated array
   ToolChoice tool_choice;
   bool logprobs = false;
   int top_logprobs = 0;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
-  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
 };
 
 struct TokenizeRequest {
@@ -78,12 +78,12 @@ struct DetokenizeRequest {
 };
 
 // Parses a body as a JSON object (400 on malformed JSON, a non-object, or nesting deeper than 64).
-nlohmann::json parse_json_body(std::string_view body);
+nlohmann::ordered_json parse_json_body(std::string_view body);
 
-CompletionRequest parse_completion_request(const nlohmann::json& body, int max_logprobs);
-ChatRequest parse_chat_request(const nlohmann::json& body, int max_logprobs);
-TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
-DetokenizeRequest parse_detokenize_request(const nlohmann::json& body);
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, int max_logprobs);
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, int max_logprobs);
+TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body);
+DetokenizeRequest parse_detokenize_request(const nlohmann::ordered_json& body);
 
 // The engine's sampling parameters for one request: request fields, else the model's defaults, else
 // vLLM's. max_tokens is left for the caller (it depends on the prompt length).

@@ -59,8 +59,13 @@ class TextLayer : public ModelText {
  public:
   TextLayer(const std::string& model_dir, const TextOptions& o)
       : tokenizer_(text::Tokenizer::load(model_dir)), config_(text::TokenizerConfig::load(model_dir)), options_(o) {
-    if (!o.chat_template.empty()) template_.emplace(read_template(o.chat_template));
-    else if (config_.chat_template) template_.emplace(*config_.chat_template);
+    std::string source;
+    if (!o.chat_template.empty()) source = read_template(o.chat_template);
+    else if (config_.chat_template) source = *config_.chat_template;
+    if (!source.empty()) {
+      template_.emplace(source);
+      knows_developer_role_ = source.find("developer") != std::string::npos;
+    }
     // Fail at start-up, not on the first request, when a parser name is wrong.
     if (!o.reasoning_parser.empty()) text::ReasoningParser::create(o.reasoning_parser, false);
     if (!o.tool_call_parser.empty()) text::ToolCallParser::create(o.tool_call_parser, nullptr);
@@ -76,10 +81,15 @@ class TextLayer : public ModelText {
   std::string render_chat(const ChatPrompt& p) const override {
     if (!template_) fail("the model has no chat template; start the server with --chat-template");
     ChatRenderInput input;
-    input.messages = nlohmann::ordered_json::parse(p.messages.dump());
-    if (!p.tools.is_null()) input.tools = nlohmann::ordered_json::parse(p.tools.dump());
+    input.messages = p.messages;
+    // Newer OpenAI clients send `developer` where older ones sent `system`; most templates (Qwen3.5's
+    // among them) raise on a role they do not know.
+    if (!knows_developer_role_)
+      for (auto& m : input.messages)
+        if (m["role"] == "developer") m["role"] = "system";
+    if (!p.tools.is_null()) input.tools = p.tools;
     input.add_generation_prompt = p.add_generation_prompt;
-    input.extra_kwargs = nlohmann::ordered_json::parse(p.extra_kwargs.dump());
+    input.extra_kwargs = p.extra_kwargs;
     input.bos_token = config_.bos_token.value_or("");
     input.eos_token = config_.eos_token.value_or("");
     return template_->render(input);
@@ -95,7 +105,7 @@ class TextLayer : public ModelText {
       reasoning = text::ReasoningParser::create(options_.reasoning_parser, o.prompt_opened_think);
     std::unique_ptr<text::ToolCallParser> tools;
     if (o.parse_tool_calls && !options_.tool_call_parser.empty())
-      tools = text::ToolCallParser::create(options_.tool_call_parser, nlohmann::ordered_json::parse(o.tools.dump()));
+      tools = text::ToolCallParser::create(options_.tool_call_parser, o.tools);
     return std::make_unique<TextChatParser>(text::ChatOutputParser(std::move(reasoning), std::move(tools)));
   }
 
@@ -104,6 +114,7 @@ class TextLayer : public ModelText {
   text::TokenizerConfig config_;
   TextOptions options_;
   std::optional<ChatTemplate> template_;
+  bool knows_developer_role_ = false;  // the template names the role itself
 };
 
 }  // namespace
