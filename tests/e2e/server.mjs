@@ -7,11 +7,12 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const modelDir = process.env.DCUSERVE_MODEL || path.join(repoRoot, 'models/dcuserve-demo');
 
-export async function startServer(extraArgs = []) {
+// servedModelName: null leaves the flag out, so the model's id is modelDir (what `--model` alone gives).
+export async function startServer(extraArgs = [], { servedModelName = 'demo' } = {}) {
   const bin = process.env.DCUSERVE_BIN;
   if (!bin) throw new Error('set DCUSERVE_BIN to the dcuserve executable');
-  const args = ['serve', '--model', modelDir, '--served-model-name', 'demo', '--host', '127.0.0.1', '--port', '0',
-                '--device', process.env.DCUSERVE_DEVICE || 'cpu', ...extraArgs];
+  const args = ['serve', '--model', modelDir, ...(servedModelName === null ? [] : ['--served-model-name', servedModelName]),
+                '--host', '127.0.0.1', '--port', '0', '--device', process.env.DCUSERVE_DEVICE || 'cpu', ...extraArgs];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {
