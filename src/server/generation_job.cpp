@@ -40,15 +40,20 @@ void GenerationJob::set_prompt_tokens(int prompt_index, int count) {
 }
 
 std::optional<ApiError> GenerationJob::start(JobEventSink sink) {
+  std::vector<GenerationRequest> requests;
+  std::vector<EventCallback> on_events;
   for (auto& c : choices_) {
-    const int index = c.index;
-    auto result = engine_.submit(c.request, [sink, index](GenerationEvent&& e) { sink(index, std::move(e)); });
-    if (auto* err = std::get_if<SubmitError>(&result)) {
-      cancel();
-      if (err->retry_after_seconds > 0) return service_unavailable(err->message, err->retry_after_seconds);
-      return invalid_request(err->message);
-    }
-    c.engine_id = std::get<RequestId>(result);
+    requests.push_back(c.request);
+    on_events.push_back([sink, index = c.index](GenerationEvent&& e) { sink(index, std::move(e)); });
+  }
+  auto result = engine_.submit_all(std::move(requests), std::move(on_events));
+  if (auto* err = std::get_if<SubmitError>(&result)) {
+    if (err->retry_after_seconds > 0) return service_unavailable(err->message, err->retry_after_seconds);
+    return invalid_request(err->message);
+  }
+  const auto& ids = std::get<std::vector<RequestId>>(result);
+  for (auto& c : choices_) {
+    c.engine_id = ids[c.index];
     c.submitted = true;
     c.last_token_time = arrival_;
     ++unfinished_;

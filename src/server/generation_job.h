@@ -43,7 +43,7 @@ class GenerationJob {
   virtual ~GenerationJob() = default;
 
   bool streaming() const { return streaming_; }
-  // Submits every engine request. On a refusal, cancels those already submitted and returns the error.
+  // Submits every engine request at once (the engine admits all of them or none) or returns the error.
   std::optional<ApiError> start(JobEventSink sink);
   // Request side. Streaming: the SSE bytes to send for this event (may be empty).
   std::string on_event(int index, GenerationEvent&& event);

@@ -35,14 +35,20 @@ class FakeEngine : public Engine {
     thread_.join();
   }
 
-  std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) override {
+  std::variant<std::vector<RequestId>, SubmitError> submit_all(std::vector<GenerationRequest> requests,
+                                                               std::vector<EventCallback> on_events) override {
     std::lock_guard lock(mutex_);
-    if (max_waiting_ >= 0 && int(active_.size()) >= max_waiting_) return SubmitError{"the waiting queue is full", 3};
-    RequestId id = next_id_++;
-    submitted_.push_back(request);
-    active_[id] = Active{std::move(request), std::move(on_event)};
+    if (max_waiting_ >= 0 && active_.size() + requests.size() > size_t(max_waiting_))
+      return SubmitError{"the waiting queue is full", 3};
+    std::vector<RequestId> ids;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      RequestId id = next_id_++;
+      submitted_.push_back(requests[i]);
+      active_[id] = Active{std::move(requests[i]), std::move(on_events[i])};
+      ids.push_back(id);
+    }
     cv_.notify_all();
-    return id;
+    return ids;
   }
   void cancel(RequestId id) override {
     std::lock_guard lock(mutex_);
