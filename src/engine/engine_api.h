@@ -43,6 +43,7 @@ struct SampledToken {
   int32_t id = 0;
   float logprob = 0.0f;              // valid when logprobs were requested
   std::vector<TokenLogprob> top;     // the top k alternatives, most likely first
+  int rank = 0;                      // prompt logprobs: 1 + the number of more likely tokens; else 0
 };
 
 enum class FinishReason { Stop, Length, Abort, Error };

@@ -198,6 +198,7 @@ class ByteTextStream : public TextStream {
     for (const auto& s : stop_)
       if (auto at = held_.find(s); at != std::string::npos) {
         stopped_ = true;
+        stop_string_ = s;
         std::string out = held_.substr(0, at);
         held_.clear();
         return out;
@@ -215,6 +216,7 @@ class ByteTextStream : public TextStream {
     return out;
   }
   bool stopped() const override { return stopped_; }
+  std::string stop_string() const override { return stop_string_; }
   std::string flush() override { return std::exchange(held_, {}); }
 
  private:
@@ -222,6 +224,7 @@ class ByteTextStream : public TextStream {
   std::vector<std::string> stop_;
   std::string held_;
   bool stopped_ = false;
+  std::string stop_string_;
 };
 
 class PassThroughParser : public ChatOutputParser {
