@@ -220,21 +220,10 @@ TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   }
 }
 
-// Opens a raw connection and sends a streaming request; returns the socket.
-net::ip::tcp::socket open_stream(net::io_context& ioc, int port, const json& body) {
-  net::ip::tcp::socket s(ioc);
-  s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  const std::string text = body.dump();
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
-  net::write(s, net::buffer(req));
-  return s;
-}
-
 TEST_F(ServerTest, DisconnectMidStreamCancels) {
   start(byte_ids("abcdefgh"));
   net::io_context ioc;
-  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
+  auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
   std::string got;
   char buf[512];
   while (got.find("data: ") == std::string::npos) got.append(buf, s.read_some(net::buffer(buf)));
@@ -248,7 +237,7 @@ TEST_F(ServerTest, DisconnectBeforeFirstTokenCancels) {
   engine_->set_paused(true);
   for (bool stream : {true, false}) {
     net::io_context ioc;
-    auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
     ASSERT_TRUE(engine_->wait_submitted(stream ? 1 : 2));
     s.close();
     EXPECT_TRUE(engine_->wait_cancelled(stream ? 1 : 2)) << "stream=" << stream;
@@ -290,7 +279,7 @@ TEST_F(ServerTest, StopCancelsInFlightRequests) {
   start(byte_ids("abc"));
   engine_->set_paused(true);
   net::io_context ioc;
-  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}});
+  auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}});
   ASSERT_TRUE(engine_->wait_submitted(1));
   server_->stop();
   runner_.join();  // run() returns

@@ -35,21 +35,11 @@ double wait_metric(int port, const std::string& line, double want) {
   return v;
 }
 
-net::ip::tcp::socket send_raw(net::io_context& ioc, int port, const json& body) {
-  net::ip::tcp::socket s(ioc);
-  s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  const std::string text = body.dump();
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
-  net::write(s, net::buffer(req));
-  return s;
-}
-
 TEST_F(ServerTest, AbortedRequestsAndTheirTokensAreCounted) {
   start(byte_ids("abcdefgh"));
   {  // mid-stream: the tokens already streamed count as generated
     net::io_context ioc;
-    auto s = send_raw(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
     std::string got;
     char buf[512];
     while (got.find("\"text\":\"b\"") == std::string::npos) got.append(buf, s.read_some(net::buffer(buf)));
@@ -60,14 +50,14 @@ TEST_F(ServerTest, AbortedRequestsAndTheirTokensAreCounted) {
   engine_->set_paused(true);
   {  // before the first token, and an n = 4 stream: every choice is an aborted request
     net::io_context ioc;
-    auto s = send_raw(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}, {"n", 4}});
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}, {"n", 4}});
     ASSERT_TRUE(engine_->wait_submitted(5));
     s.close();
     EXPECT_EQ(wait_metric(port_, kAborted, 5), 5);
   }
   {  // non-streaming, the client gives up (a client-side timeout closes the socket the same way)
     net::io_context ioc;
-    auto s = send_raw(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}});
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}});
     ASSERT_TRUE(engine_->wait_submitted(6));
     s.close();
     EXPECT_EQ(wait_metric(port_, kAborted, 6), 6);

@@ -50,4 +50,16 @@ class ServerTest : public ::testing::Test {
   int port_ = 0;
 };
 
+// Opens a raw connection and sends a /v1/completions request (the caller reads or closes it).
+inline boost::asio::ip::tcp::socket open_completion(boost::asio::io_context& ioc, int port, const nlohmann::json& body) {
+  namespace net = boost::asio;
+  net::ip::tcp::socket s(ioc);
+  s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  const std::string text = body.dump();
+  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+  net::write(s, net::buffer(req));
+  return s;
+}
+
 }  // namespace dcu::server::testing
