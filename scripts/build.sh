@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Configures and builds one preset (default: cpu). Usage: scripts/build.sh [preset]
+# Configures and builds one preset (default: cpu), every target or only the ones named.
+# Usage: scripts/build.sh [preset [target...]]   (scripts/serve.sh: scripts/build.sh cpu dcuserve)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-cpu}"
+targets=()
+if (($# > 1)); then targets=(--target "${@:2}"); fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake --preset "$preset" "${launcher[@]}" >/dev/null
-cmake --build --preset "$preset" -j "$(nproc)"
+cmake --build --preset "$preset" -j "$(nproc)" "${targets[@]}"

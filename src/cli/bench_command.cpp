@@ -102,9 +102,10 @@ void run_bench(const BenchArgs& a) {
               tp > 1 ? fmt::format(" x {} ranks ({})", tp, comms[0]->name()).c_str() : "");
   BenchReport r = run_offline_bench(std::move(ranks), config, o);
   std::printf("copy bandwidth (read + write): %.1f GB/s\n", r.copy_bandwidth / 1e9);
-  std::printf("\n%-12s %14s %18s\n", "prefill", "tokens/s", "GFLOP/s (matmul)");
+  std::printf("\n%-12s %14s %18s %22s\n", "prefill", "tokens/s", "GFLOP/s (matmul)", "GFLOP/s (+ attention)");
   for (const auto& p : r.prefill)
-    std::printf("%-12d %14.1f %18.1f\n", p.prompt_len, p.tokens_per_s, p.tokens_per_s * p.flops_per_token / 1e9);
+    std::printf("%-12d %14.1f %18.1f %22.1f\n", p.prompt_len, p.tokens_per_s, p.tokens_per_s * p.flops_per_token / 1e9,
+                p.tokens_per_s * (p.flops_per_token + p.attention_flops_per_token) / 1e9);
   std::printf("\n%-6s %-8s %12s %14s %14s %8s\n", "batch", "context", "tokens/s", "bytes/step", "bound tok/s", "of bound");
   for (const auto& d : r.decode)
     std::printf("%-6d %-8d %12.1f %14s %14.1f %7.1f%%\n", d.batch, d.context, d.tokens_per_s,

@@ -1,5 +1,7 @@
 // dcuserve serve: the OpenAI-compatible HTTP server, with vLLM's flag names and meanings.
 
+#include <chrono>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -34,6 +36,7 @@ struct ServeArgs {
 };
 
 void run_serve(ServeArgs a) {
+  const auto start = std::chrono::steady_clock::now();
   const std::string model_arg = a.model.empty() ? a.model_positional : a.model;
   a.engine.model_dir = resolve_model_dir(model_arg);
   for (const auto& flag : a.ignored) log::info("{} has no effect in dcuserve (accepted for vLLM compatibility)", flag);
@@ -81,8 +84,9 @@ void run_serve(ServeArgs a) {
   server::ServerContext ctx{*engine, *text, metrics, cfg};
   auto http = std::make_unique<server::HttpServer>(ctx);
   const int port = http->listen();
-  log::info("serving {} (max_model_len {}) on http://{}:{}", cfg.served_model_names.front(), cfg.max_model_len,
-            cfg.host, port);
+  log::info("serving {} (max_model_len {}) on http://{}:{}; start-up took {:.2f} s", cfg.served_model_names.front(),
+            cfg.max_model_len, cfg.host, port,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   http->run(/*handle_signals=*/true);
   engine.reset();  // in-flight requests were cancelled; the engine thread stops before the server goes
   http.reset();

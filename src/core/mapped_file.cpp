@@ -37,4 +37,11 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
 }
 
+void touch_pages(const void* data, size_t bytes) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const auto* p = static_cast<const volatile unsigned char*>(data);
+  for (size_t i = 0; i < bytes; i += page) (void)p[i];
+  if (bytes) (void)p[bytes - 1];  // the last page, when `data` does not start one
+}
+
 }  // namespace dcu

@@ -23,4 +23,8 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Reads one byte of every page of [data, data + bytes), so that the kernel reads a mapped file now
+// rather than page by page on first use.
+void touch_pages(const void* data, size_t bytes);
+
 }  // namespace dcu

@@ -43,6 +43,7 @@ struct SampledToken {
   int32_t id = 0;
   float logprob = 0.0f;              // valid when logprobs were requested
   std::vector<TokenLogprob> top;     // the top k alternatives, most likely first
+  int rank = 0;                      // prompt logprobs: 1 + the number of more likely tokens; else 0
 };
 
 enum class FinishReason { Stop, Length, Abort, Error };
@@ -79,9 +80,23 @@ struct SubmitError {
 class Engine {
  public:
   virtual ~Engine() = default;
-  // Queues a request; returns its id, or a SubmitError when the waiting queue is full or the request
-  // can never fit (prompt + max_tokens beyond the context length). Thread-safe.
-  virtual std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) = 0;
+  // Queues requests all together or none of them (a multi-sequence HTTP request is admitted whole, so
+  // two such requests cannot each take part of the queue and both be refused); `on_events[i]` receives
+  // the events of `requests[i]`. Returns their ids in order, or a SubmitError when the waiting queue
+  // has no room for all of them (retry later) or one of them can never run (prompt beyond the
+  // context length, more requests than the queue holds). Thread-safe.
+  virtual std::variant<std::vector<RequestId>, SubmitError> submit_all(std::vector<GenerationRequest> requests,
+                                                                       std::vector<EventCallback> on_events) = 0;
+  // One request: submit_all of one.
+  std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) {
+    std::vector<GenerationRequest> requests;
+    requests.push_back(std::move(request));
+    std::vector<EventCallback> on_events;
+    on_events.push_back(std::move(on_event));
+    auto result = submit_all(std::move(requests), std::move(on_events));
+    if (auto* error = std::get_if<SubmitError>(&result)) return std::move(*error);
+    return std::get<std::vector<RequestId>>(result).front();
+  }
   // Aborts a request (client gone, stop string seen). Its last event has FinishReason::Abort unless it
   // had already finished. Thread-safe; unknown ids are ignored.
   virtual void cancel(RequestId id) = 0;

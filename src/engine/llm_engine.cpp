@@ -24,7 +24,7 @@ LlmEngine::~LlmEngine() {
   thread_.join();
 }
 
-std::variant<RequestId, SubmitError> LlmEngine::submit(GenerationRequest request, EventCallback on_event) {
+std::optional<SubmitError> LlmEngine::check_prompt(const GenerationRequest& request) const {
   const int prompt_len = int(request.prompt.size());
   if (prompt_len == 0) return SubmitError{"the prompt is empty"};
   for (int32_t id : request.prompt)
@@ -33,15 +33,31 @@ std::variant<RequestId, SubmitError> LlmEngine::submit(GenerationRequest request
   if (prompt_len >= options_.max_model_len)
     return SubmitError{fmt::format("the prompt has {} tokens; the context length is {}", prompt_len,
                                    options_.max_model_len)};
+  return std::nullopt;
+}
+
+std::variant<std::vector<RequestId>, SubmitError> LlmEngine::submit_all(std::vector<GenerationRequest> requests,
+                                                                        std::vector<EventCallback> on_events) {
+  for (const auto& request : requests)
+    if (auto error = check_prompt(request)) return *error;
+  const int queue_limit = options_.max_waiting_requests + options_.limits.max_num_seqs;
+  const int count = int(requests.size());
+  if (count > queue_limit)
+    return SubmitError{fmt::format("the request has {} sequences (prompts x n); at most {} can be queued", count,
+                                   queue_limit)};
   std::lock_guard lock(mutex_);
   if (stopping_) return SubmitError{"the server is shutting down", 0};
-  if (pending_ >= options_.max_waiting_requests + options_.limits.max_num_seqs)
-    return SubmitError{"too many requests are waiting; try again later", 1};
-  const RequestId id = next_id_++;
-  ++pending_;
-  arrivals_.push_back(std::make_unique<Sequence>(id, std::move(request), std::move(on_event), options_.seed + id));
+  if (pending_ + count > queue_limit) return SubmitError{"too many requests are waiting; try again later", 1};
+  std::vector<RequestId> ids;
+  for (int i = 0; i < count; ++i) {
+    const RequestId id = next_id_++;
+    ++pending_;
+    arrivals_.push_back(
+        std::make_unique<Sequence>(id, std::move(requests[i]), std::move(on_events[i]), options_.seed + id));
+    ids.push_back(id);
+  }
   wake_.notify_one();
-  return id;
+  return ids;
 }
 
 void LlmEngine::cancel(RequestId id) {

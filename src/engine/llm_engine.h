@@ -31,7 +31,8 @@ class LlmEngine final : public Engine {
   LlmEngine(ModelInstance model, LlmEngineOptions options);
   ~LlmEngine() override;  // stops the thread; unfinished requests end with FinishReason::Abort
 
-  std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) override;
+  std::variant<std::vector<RequestId>, SubmitError> submit_all(std::vector<GenerationRequest> requests,
+                                                               std::vector<EventCallback> on_events) override;
   void cancel(RequestId id) override;
   EngineStats stats() const override;
   int max_model_len() const override { return options_.max_model_len; }
@@ -48,6 +49,7 @@ class LlmEngine final : public Engine {
   // Ends a sequence: last event, caches returned, memory freed.
   void finish(Sequence* seq, FinishReason reason, GenerationEvent event = {}, std::string error = {});
   void publish_counts();  // the gauges stats() reads
+  std::optional<SubmitError> check_prompt(const GenerationRequest& request) const;
   std::optional<FinishReason> stop_reason(const Sequence& seq, int32_t token) const;
 
   ModelInstance model_;

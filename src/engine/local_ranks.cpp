@@ -1,9 +1,9 @@
 #include "engine/local_ranks.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
-#include <unistd.h>
 
 #include <omp.h>
 
@@ -30,18 +30,6 @@ size_t available_host_memory() {
   while (in >> key >> kib >> unit)
     if (key == "MemAvailable:") return kib * 1024;
   return 0;
-}
-
-// A progress line on a terminal, redrawn in place; nothing when stderr is not a terminal.
-LoadProgress terminal_progress() {
-  if (!::isatty(STDERR_FILENO)) return {};
-  return [last = -1](size_t done, size_t total) mutable {
-    const int percent = total ? int(100.0 * double(done) / double(total)) : 100;
-    if (percent == last) return;
-    last = percent;
-    std::fprintf(stderr, "\rloading weights: %3d%% (%s of %s)%s", percent, format_bytes(double(done)).c_str(),
-                 format_bytes(double(total)).c_str(), done == total ? "\n" : "");
-  };
 }
 
 // --dtype float16 stores weight matrices as f16 (the fast path of gfx906's v_dot2_f32_f16); otherwise
@@ -119,6 +107,16 @@ void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const 
   }
 }
 
+// What the start-up log says of step graphs, on backends that have them.
+std::string graph_mode(const ModelRunner& runner, bool enforce_eager) {
+  if (runner.records_graphs())
+    return fmt::format("decode steps of up to {} sequences are recorded as graphs the second time each shape "
+                       "(batch size, block-table width, context bucket) runs, and replayed after",
+                       ModelRunner::kGraphMaxSeqs);
+  if (enforce_eager) return "off (--enforce-eager): decode steps launch their ops one by one";
+  return "off: this communicator's collectives cannot be recorded; decode steps launch their ops one by one";
+}
+
 }  // namespace
 
 StepCapacity step_capacity(const EngineOptions& o) {
@@ -192,16 +190,28 @@ void LocalRanks::make_communicators(std::vector<NodeLink>& links) {
 
 void LocalRanks::load_weights() {
   const EngineOptions& o = options_;
+  const auto start = std::chrono::steady_clock::now();
+  size_t bytes = 0;
   for (int r = 0; r < size(); ++r) {
     Backend& backend = *backends_[size_t(r)];
-    const LoadProgress progress = r == 0 ? terminal_progress() : LoadProgress{};
     if (o.tensor_parallel_size > 1) log::info("loading rank {} of {}", plans_[size_t(r)].rank, o.tensor_parallel_size);
+    log::Progress bar(o.random_weights ? "generating weights" : "reading weights");
+    size_t rank_bytes = 0;
+    const LoadProgress progress = [&](size_t done, size_t total) {
+      bar.update(done, total);
+      rank_bytes = total;
+    };
     const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
     weights_.push_back(o.random_weights
-                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)])
+                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)], progress)
                            : dcu::load_weights(o.model_dir, config_, backend, plans_[size_t(r)], progress,
-                                          weight_dtype_for(o.dtype)));
+                                               weight_dtype_for(o.dtype)));
+    bytes += rank_bytes;
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const char* what = o.random_weights ? "of random values generated" : "read";
+  log::info("weights: {} {} in {:.2f} s ({:.2f} GB/s){}", log::gigabytes(double(bytes)), what, seconds,
+            double(bytes) / 1e9 / std::max(seconds, 1e-9), size() > 1 ? fmt::format(" for {} ranks", size()) : "");
 }
 
 size_t LocalRanks::cache_budget(const StepCapacity& capacity) const {
@@ -233,6 +243,8 @@ ModelInstance LocalRanks::finish(const CacheShape& shape, const StepCapacity& ca
                                                 capacity.max_tokens, capacity.max_logit_rows, rank.comm.get());
     rank.runner->set_use_graphs(!options_.enforce_eager);
   }
+  if (model.ranks[0].backend->supports_graphs())
+    log::info("step graphs: {}", graph_mode(*model.ranks[0].runner, options_.enforce_eager));
   if (size() > 1) {
     // CPU ranks share the host's cores: each gets its part of the OpenMP threads.
     const int per_rank = cpu ? std::max(1, omp_get_max_threads() / size()) : omp_get_max_threads();

@@ -161,7 +161,10 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
       run_step(std::span<const SequenceStep>(&st, 1));
       best = std::min(best, seconds_since(start));
     }
-    report.prefill.push_back({len, double(len) / best, matrix_flops_per_token});
+    // Row t attends to t + 1 positions: 4 d FLOPs each (q.k, then p.v) per q head and attention layer.
+    const double attention_flops_per_token = 4.0 * config.head_dim * config.num_heads *
+                                             config.num_full_attention_layers() * (double(len) + 1) / 2;
+    report.prefill.push_back({len, double(len) / best, matrix_flops_per_token, attention_flops_per_token});
     log::info("prefill {} tokens: {:.1f} tok/s", len, double(len) / best);
   }
 

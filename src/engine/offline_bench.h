@@ -37,7 +37,8 @@ struct DecodeResult {
 struct PrefillResult {
   int prompt_len;
   double tokens_per_s;
-  double flops_per_token;
+  double flops_per_token;            // the weight matmuls'
+  double attention_flops_per_token;  // causal softmax attention's (q.k and p.v), averaged over the prompt
 };
 
 struct BenchReport {

@@ -135,17 +135,19 @@ void ModelRunner::observe(const std::string& name, const Tensor& t) const {
 }
 
 namespace {
-// Step graphs: decode steps (one token per sequence) of at most this many sequences, with block-table
-// widths and position limits rounded up to powers of two so that a graph serves many steps.
-constexpr size_t kGraphMaxSeqs = 32;
+// Step graphs: decode steps (one token per sequence) of at most kGraphMaxSeqs sequences, with
+// block-table widths and position limits rounded up to powers of two so that a graph serves many steps.
 constexpr int kGraphMinPositions = 64;
 
 int power_of_two_at_least(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
 }  // namespace
 
+bool ModelRunner::records_graphs() const {
+  return use_graphs_ && backend_.supports_graphs() && (!comm_ || comm_->records_in_graphs());
+}
+
 bool ModelRunner::graph_step(std::span<const SequenceStep> seqs) const {
-  if (!use_graphs_ || observer_ || !backend_.supports_graphs() || seqs.size() > kGraphMaxSeqs) return false;
-  if (comm_ && !comm_->records_in_graphs()) return false;
+  if (!records_graphs() || observer_ || seqs.size() > size_t(kGraphMaxSeqs)) return false;
   return std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) { return s.tokens.size() == 1 && !s.all_logits; });
 }
 

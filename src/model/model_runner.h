@@ -59,11 +59,14 @@ class ModelRunner {
   std::vector<float>& step_to_host(std::span<const SequenceStep> seqs);
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
-  // Decode steps of up to 32 sequences run as CUDA/HIP graphs (recorded the second time a shape is
-  // seen, replayed after) on backends that have them; under tensor parallelism only when the
+  // Decode steps of up to kGraphMaxSeqs sequences run as CUDA/HIP graphs (recorded the second time a
+  // shape is seen, replayed after) on backends that have them; under tensor parallelism only when the
   // communicator's collectives can be recorded too (NCCL/RCCL in one process). Off: every step
   // launches its ops one by one.
+  static constexpr int kGraphMaxSeqs = 32;
   void set_use_graphs(bool use) { use_graphs_ = use; }
+  // Whether decode steps run as graphs: allowed, and the backend and communicator can record them.
+  bool records_graphs() const;
   const ModelConfig& config() const { return config_; }
   int max_tokens_per_step() const { return max_tokens_; }
   int max_logit_rows() const { return max_logit_rows_; }

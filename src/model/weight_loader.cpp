@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 
@@ -66,6 +67,12 @@ struct Expected {
 
 Slice row_slice(int64_t begin, int64_t count) { return Slice{{{begin, count}}}; }
 Slice col_slice(int64_t begin, int64_t count) { return Slice{{}, begin, count}; }
+
+size_t numel_of(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= size_t(d);
+  return n;
+}
 
 // The shape of `e`'s slice.
 std::vector<int64_t> local_shape(const Expected& e) {
@@ -262,10 +269,8 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     if (!t->dtype || *t->dtype == DType::I32)
       fail("{}: tensor {} has dtype {}; weights must be BF16, F16 or F32", *t->file, full, t->dtype_name);
     stored.push_back(t);
-    size_t n = dtype_size(*t->dtype);
-    for (int64_t d : local_shape(e)) n *= size_t(d);
-    slice_bytes.push_back(n);
-    total += n;
+    slice_bytes.push_back(numel_of(local_shape(e)) * dtype_size(*t->dtype));
+    total += slice_bytes.back();
   }
   for (size_t i = 0; i < expected.size(); ++i) {
     const Expected& e = expected[i];
@@ -284,6 +289,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       copied = true;
     } else if (in_place && one_row_range) {
       if (!e.slice.rows.empty()) data = static_cast<char*>(data) + (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
+      touch_pages(data, slice_bytes[i]);  // read now, not during the first request
     } else if (e.slice.whole()) {
       data = buffers->allocate(t->bytes);
       backend.upload(data, t->data, t->bytes);
@@ -323,17 +329,20 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
 }
 
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
-                            const ShardPlan& shard) {
+                            const ShardPlan& shard, const LoadProgress& progress) {
   ModelWeights w;
   std::vector<Expected> expected = expected_tensors(config, w, shard);
+  // Small parameter vectors stay f32 as in the real checkpoints; matrices take `dtype`.
+  auto dtype_of = [dtype](const Expected& e) { return e.shape.size() == 1 ? DType::F32 : dtype; };
+  size_t total = 0, done = 0;
+  for (const Expected& e : expected) total += numel_of(local_shape(e)) * dtype_size(dtype_of(e));
   auto buffers = std::make_shared<BufferStorage>(backend);
   std::vector<uint16_t> half;
   std::vector<float> full;
   for (size_t i = 0; i < expected.size(); ++i) {
     const Expected& e = expected[i];
     const std::vector<int64_t> shape = local_shape(e);
-    size_t numel = 1;
-    for (int64_t d : shape) numel *= size_t(d);
+    const size_t numel = numel_of(shape);
     // Each local element takes the value of its element in the whole tensor.
     int64_t full_cols = 1;
     for (size_t k = 1; k < e.shape.size(); ++k) full_cols *= e.shape[k];
@@ -345,9 +354,7 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
       const int64_t r = int64_t(k) / local_cols, c = int64_t(k) % local_cols;
       return uint64_t(rows[size_t(r)] * full_cols + col_begin + c);
     };
-    const bool is_vector = e.shape.size() == 1;
-    // Small parameter vectors stay f32 as in the real checkpoints; matrices take `dtype`.
-    const DType t = is_vector ? DType::F32 : dtype;
+    const DType t = dtype_of(e);
     const bool plain_norm = e.name.find("linear_attn.norm") != std::string::npos;
     const bool a_log = e.name.find("A_log") != std::string::npos;
     void* data = buffers->allocate(numel * dtype_size(t));
@@ -370,6 +377,8 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
         }
         backend.upload(dst, half.data(), n * 2);
       }
+      done += n * dtype_size(t);
+      if (progress) progress(done, total);
     }
     *e.slot = view_of(data, t, shape);
   }

@@ -67,7 +67,8 @@ struct ModelWeights {
 // Reports loading progress (bytes done, bytes total); called from the loading thread.
 using LoadProgress = std::function<void(size_t done, size_t total)>;
 
-// Loads a Hugging Face model folder onto `backend`. The CPU backend reads the mapped files in place;
+// Loads a Hugging Face model folder onto `backend`. The CPU backend reads the mapped files in place
+// (every page is read once while loading, so that `progress` and load times mean what they say);
 // other backends get copies. Throws dcu::Error for missing tensors, wrong shapes or dtypes.
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const LoadProgress& progress = {});
@@ -84,6 +85,6 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed);
 // One rank's share of the same random weights: every element has the value it has at one rank.
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
-                            const ShardPlan& shard);
+                            const ShardPlan& shard, const LoadProgress& progress = {});
 
 }  // namespace dcu

@@ -108,6 +108,7 @@ SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, 
   SampledToken out;
   out.id = token;
   out.logprob = float(double(logits[size_t(token)]) - norm);
+  out.rank = 1 + int(std::count_if(logits.begin(), logits.end(), [&](float x) { return x > logits[size_t(token)]; }));
   if (top_k > 0)
     for (const auto& [value, id] : top_entries(logits, top_k)) out.top.push_back({id, float(double(value) - norm)});
   return out;

@@ -42,9 +42,11 @@ bool ends_inside_think(const std::string& prompt) {
 class ChatJob : public GenerationJob {
  public:
   ChatJob(const ServerContext& ctx, const ChatRequest& request)
-      : GenerationJob(ctx.engine, ctx.text, ctx.metrics, request.common.stream, request.common.include_usage),
+      : GenerationJob(ctx, request.common),
         model_(ctx.model_name()),
-        top_logprobs_(request.logprobs ? request.top_logprobs : -1) {
+        names_{ctx.text, request.common.return_tokens_as_token_ids},
+        top_logprobs_(request.logprobs ? request.top_logprobs : -1),
+        parallel_tool_calls_(request.parallel_tool_calls) {
     id_ = random_id("chatcmpl-");
     const auto& cfg = ctx.config;
     using Kind = ToolChoice::Kind;
@@ -58,8 +60,9 @@ class ChatJob : public GenerationJob {
              "'auto'");
 
     const std::string prompt = render_chat_prompt(ctx, request);
-    const std::vector<int32_t> ids = ctx.text.encode(prompt);
+    std::vector<int32_t> ids = ctx.text.encode(prompt);
     if (ids.empty()) reject(std::string("messages"), "the rendered prompt is empty");
+    truncate_prompt(ids, request.common, ctx.engine.max_model_len());
     ChatParserOptions parser;
     parser.parse_reasoning = !cfg.reasoning_parser.empty();
     parser.prompt_opened_think = ends_inside_think(prompt);
@@ -70,6 +73,7 @@ class ChatJob : public GenerationJob {
     SamplingParams sampling = make_sampling_params(p, cfg.defaults);
     sampling.max_tokens = resolve_max_tokens(p, cfg.defaults, int(ids.size()), ctx.engine.max_model_len(), false);
     sampling.logprobs = top_logprobs_;
+    sampling.prompt_logprobs = p.prompt_logprobs.value_or(-1);
     set_prompt_tokens(0, int(ids.size()));
     for (int j = 0; j < p.n; ++j) {
       GenerationRequest r{ids, sampling};
@@ -83,13 +87,16 @@ class ChatJob : public GenerationJob {
 
  protected:
   std::string on_output(Choice& c, std::string text, std::span<const SampledToken> tokens,
-                        const GenerationEvent&) override {
+                        const GenerationEvent& event) override {
     Output& out = outputs_[c.index];
+    if (c.index == 0 && !event.prompt_logprobs.empty()) prompt_logprobs_ = prompt_logprobs_json(names_, event.prompt_logprobs);
     ChatDelta delta = out.parser->feed(text);
     if (c.finished) merge(delta, out.parser->finish());
+    if (!parallel_tool_calls_)  // vLLM returns the first call only
+      std::erase_if(delta.tool_calls, [](const ToolCallDelta& call) { return call.index > 0; });
     ojson lp = ojson::array();
     if (top_logprobs_ >= 0)
-      for (const auto& t : tokens) lp.push_back(chat_logprob_entry(this->text(), t, top_logprobs_));
+      for (const auto& t : tokens) lp.push_back(chat_logprob_entry(names_, t, top_logprobs_));
     for (auto& call : delta.tool_calls) {
       if (call.index >= int(out.tool_ids.size())) out.tool_ids.resize(call.index + 1);
       if (out.tool_ids[call.index].empty()) {
@@ -116,7 +123,7 @@ class ChatJob : public GenerationJob {
     std::string sse;
     if (!out.sent_role) {
       out.sent_role = true;
-      sse += sse_event(chunk(c.index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
+      sse += sse_event(chunk(c, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
     }
     if (delta.empty() && !c.finished && lp.empty()) return sse;
     ojson d = ojson::object();
@@ -140,14 +147,14 @@ class ChatJob : public GenerationJob {
       d["tool_calls"] = std::move(calls);
     }
     ojson logprobs = top_logprobs_ >= 0 ? ojson{{"content", std::move(lp)}} : ojson(nullptr);
-    return sse + sse_event(chunk(c.index, std::move(d), std::move(logprobs), c.finished ? ojson(reason) : ojson(nullptr)));
+    return sse + sse_event(chunk(c, std::move(d), std::move(logprobs), c.finished ? ojson(reason) : ojson(nullptr)));
   }
 
   ojson full_response() override {
     ojson list = ojson::array();
     for (auto& c : choices()) {
       Output& out = outputs_[c.index];
-      ojson message = {{"role", "assistant"}, {"content", out.content}};
+      ojson message = {{"role", "assistant"}, {"content", out.content}, {"refusal", nullptr}};
       if (!out.reasoning.empty()) message["reasoning_content"] = out.reasoning;
       ojson calls = ojson::array();
       for (const auto& call : out.calls)
@@ -157,17 +164,18 @@ class ChatJob : public GenerationJob {
       if (out.content.empty() && out.called_tools) message["content"] = nullptr;
       list.push_back({{"index", c.index}, {"message", std::move(message)},
                       {"logprobs", top_logprobs_ >= 0 ? ojson{{"content", out.logprobs}} : ojson(nullptr)},
-                      {"finish_reason", finish_reason(c, out)}, {"stop_reason", nullptr}});
+                      {"finish_reason", finish_reason(c, out)}, {"stop_reason", c.stop_reason}});
     }
     ojson r = {{"id", id_}, {"object", "chat.completion"}, {"created", created_}, {"model", model_},
-               {"choices", std::move(list)}};
+               {"system_fingerprint", nullptr}, {"choices", std::move(list)}};
     r["usage"] = usage();
+    r["prompt_logprobs"] = prompt_logprobs_;
     return r;
   }
 
   ojson usage_chunk() override {
     return {{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
-            {"choices", ojson::array()}, {"usage", usage()}};
+            {"system_fingerprint", nullptr}, {"choices", ojson::array()}, {"usage", usage()}};
   }
 
  private:
@@ -194,15 +202,21 @@ class ChatJob : public GenerationJob {
     return c.finish_reason == "stop" && out.called_tools ? "tool_calls" : c.finish_reason;
   }
 
-  ojson chunk(int index, ojson delta, ojson logprobs, ojson finish) const {
-    ojson choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
-                    {"finish_reason", std::move(finish)}};
-    return {{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
-            {"choices", ojson::array({std::move(choice)})}};
+  ojson chunk(const Choice& c, ojson delta, ojson logprobs, ojson finish) const {
+    ojson stop_reason = finish.is_null() ? ojson(nullptr) : c.stop_reason;
+    ojson choice = {{"index", c.index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
+                    {"finish_reason", std::move(finish)}, {"stop_reason", std::move(stop_reason)}};
+    ojson r = {{"id", id_}, {"object", "chat.completion.chunk"}, {"created", created_}, {"model", model_},
+               {"system_fingerprint", nullptr}, {"choices", ojson::array({std::move(choice)})}};
+    add_chunk_usage(r, c);
+    return r;
   }
 
   std::string model_;
+  TokenNames names_;
   int top_logprobs_;
+  bool parallel_tool_calls_;
+  ojson prompt_logprobs_;  // of the prompt (every choice shares it); null unless asked for
   std::vector<Output> outputs_;
 };
 

@@ -11,10 +11,11 @@ using ojson = nlohmann::ordered_json;
 class CompletionJob : public GenerationJob {
  public:
   CompletionJob(const ServerContext& ctx, const CompletionRequest& request)
-      : GenerationJob(ctx.engine, ctx.text, ctx.metrics, request.common.stream, request.common.include_usage),
+      : GenerationJob(ctx, request.common),
         model_(ctx.model_name()),
         echo_(request.echo),
-        logprobs_(request.logprobs) {
+        logprobs_(request.logprobs),
+        prompt_logprobs_(request.common.prompt_logprobs.has_value()) {
     id_ = random_id("cmpl-");
     const auto& p = request.common;
     for (size_t i = 0; i < request.prompts.size(); ++i) {
@@ -28,20 +29,23 @@ class CompletionJob : public GenerationJob {
         for (int32_t id : prompt.ids)
           if (id >= ctx.engine.vocab_size())
             reject(std::string("prompt"), "token id {} is out of vocabulary (size {})", id, ctx.engine.vocab_size());
-        if (echo_) prompt.text = ctx.text.decode(prompt.ids, p.skip_special_tokens);
       }
-      const bool prompt_logprobs = echo_ && logprobs_.has_value();
+      truncate_prompt(prompt.ids, p, ctx.engine.max_model_len());
+      if (echo_ && (p.truncate_prompt_tokens || prompt.text.empty()))
+        prompt.text = ctx.text.decode(prompt.ids, p.skip_special_tokens);
+      // Echo with logprobs needs the prompt's; the reply's prompt_logprobs field too.
+      const int echo_top = echo_ && logprobs_ ? *logprobs_ : -1;
       SamplingParams sampling = make_sampling_params(p, ctx.config.defaults);
       sampling.max_tokens = resolve_max_tokens(p, ctx.config.defaults, int(prompt.ids.size()),
-                                               ctx.engine.max_model_len(), prompt_logprobs);
+                                               ctx.engine.max_model_len(), echo_top >= 0 || p.prompt_logprobs);
       sampling.logprobs = logprobs_.value_or(-1);
-      sampling.prompt_logprobs = prompt_logprobs ? *logprobs_ : -1;
+      sampling.prompt_logprobs = std::max(echo_top, p.prompt_logprobs.value_or(-1));
       set_prompt_tokens(int(i), int(prompt.ids.size()));
       for (int j = 0; j < p.n; ++j) {
         GenerationRequest r{prompt.ids, sampling};
         if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;  // n samples must differ
         add_choice(int(i), std::move(r), ctx.text.open_stream(p.skip_special_tokens, p.stop));
-        outputs_.emplace_back(ctx.text);
+        outputs_.emplace_back(TokenNames{ctx.text, p.return_tokens_as_token_ids});
       }
       prompts_.push_back(std::move(prompt));
     }
@@ -51,6 +55,8 @@ class CompletionJob : public GenerationJob {
   std::string on_output(Choice& c, std::string text, std::span<const SampledToken> tokens,
                         const GenerationEvent& event) override {
     Output& out = outputs_[c.index];
+    if (prompt_logprobs_ && !event.prompt_logprobs.empty())
+      out.prompt_logprobs = prompt_logprobs_json(out.logprobs.names(), event.prompt_logprobs);
     std::string piece;
     if (!out.echoed) {
       out.echoed = true;
@@ -74,12 +80,15 @@ class CompletionJob : public GenerationJob {
     if (c.finish_reason == "error") return sse_event(ojson::parse(error_body(internal_error(c.error))));
     if (piece.empty() && !c.finished && (out.logprobs.empty() || !logprobs_)) return {};
     ojson choice = {{"index", c.index}, {"text", piece}, {"logprobs", nullptr},
-                    {"finish_reason", c.finished ? ojson(c.finish_reason) : ojson(nullptr)}, {"stop_reason", nullptr}};
+                    {"finish_reason", c.finished ? ojson(c.finish_reason) : ojson(nullptr)},
+                    {"stop_reason", c.stop_reason}};
     if (logprobs_) {
       choice["logprobs"] = out.logprobs.json();
       out.logprobs.clear();
     }
-    return sse_event(chunk(ojson::array({choice})));
+    ojson data = chunk(ojson::array({choice}));
+    add_chunk_usage(data, c);
+    return sse_event(data);
   }
 
   ojson full_response() override {
@@ -88,7 +97,8 @@ class CompletionJob : public GenerationJob {
       const Output& out = outputs_[c.index];
       list.push_back({{"index", c.index}, {"text", out.text},
                       {"logprobs", logprobs_ ? out.logprobs.json() : ojson(nullptr)},
-                      {"finish_reason", c.finish_reason}, {"stop_reason", nullptr}, {"prompt_logprobs", nullptr}});
+                      {"finish_reason", c.finish_reason}, {"stop_reason", c.stop_reason},
+                      {"prompt_logprobs", out.prompt_logprobs}});
     }
     ojson r = chunk(std::move(list));
     r["usage"] = usage();
@@ -107,20 +117,22 @@ class CompletionJob : public GenerationJob {
     std::vector<int32_t> ids;
   };
   struct Output {
-    explicit Output(const ModelText& text) : logprobs(text) {}
+    explicit Output(TokenNames names) : logprobs(names) {}
     std::string text;
     CompletionLogprobs logprobs;
+    ojson prompt_logprobs;  // null unless asked for
     bool echoed = false;
   };
 
   ojson chunk(ojson choices) const {
     return {{"id", id_}, {"object", "text_completion"}, {"created", created_}, {"model", model_},
-            {"choices", std::move(choices)}};
+            {"system_fingerprint", nullptr}, {"choices", std::move(choices)}};
   }
 
   std::string model_;
   bool echo_;
   std::optional<int> logprobs_;
+  bool prompt_logprobs_;
   std::vector<Prompt> prompts_;
   std::vector<Output> outputs_;
 };

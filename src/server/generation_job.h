@@ -17,6 +17,8 @@
 #include "server/http_types.h"
 #include "server/metrics.h"
 #include "server/model_text.h"
+#include "server/openai_schema.h"
+#include "server/server_context.h"
 
 namespace dcu::server {
 
@@ -34,23 +36,24 @@ class GenerationJob {
     std::unique_ptr<TextStream> stream;
     bool finished = false;
     std::string finish_reason;   // "stop" | "length" | "abort" | "error"
+    nlohmann::ordered_json stop_reason;  // the stop string or stop token id that ended it (null for eos)
     std::string error;
     int generated = 0;           // completion tokens
     std::chrono::steady_clock::time_point last_token_time;
   };
 
-  GenerationJob(Engine& engine, const ModelText& text, Metrics& metrics, bool streaming, bool include_usage);
+  GenerationJob(const ServerContext& ctx, const CommonParams& params);
   virtual ~GenerationJob() = default;
 
-  bool streaming() const { return streaming_; }
-  // Submits every engine request. On a refusal, cancels those already submitted and returns the error.
+  bool streaming() const { return params_.stream; }
+  // Submits every engine request at once (the engine admits all of them or none) or returns the error.
   std::optional<ApiError> start(JobEventSink sink);
   // Request side. Streaming: the SSE bytes to send for this event (may be empty).
   std::string on_event(int index, GenerationEvent&& event);
   bool done() const { return unfinished_ == 0; }
   std::string stream_tail();   // streaming, after done(): the usage chunk if asked for, then [DONE]
   HttpResponse response();     // not streaming, after done()
-  void cancel();               // client gone or shutdown
+  void cancel();               // client gone or shutdown: the unfinished choices end as aborted
 
  protected:
   // `text` is the newly final text of choice `c`, `tokens` the tokens that produced it; `finished` is set
@@ -60,21 +63,30 @@ class GenerationJob {
   virtual nlohmann::ordered_json full_response() = 0;
   virtual nlohmann::ordered_json usage_chunk() = 0;  // a chunk with empty choices and "usage"
   nlohmann::ordered_json usage() const;
+  // A streamed chunk's "usage": this choice's so far with continuous_usage_stats, null with include_usage
+  // (as OpenAI sends it), absent otherwise.
+  void add_chunk_usage(nlohmann::ordered_json& chunk, const Choice& c) const;
 
   void add_choice(int prompt_index, GenerationRequest request, std::unique_ptr<TextStream> stream);
   std::vector<Choice>& choices() { return choices_; }
   const ModelText& text() const { return text_; }
   void set_prompt_tokens(int prompt_index, int count);
+  bool return_tokens_as_token_ids() const { return params_.return_tokens_as_token_ids; }
 
   std::string id_;
   int64_t created_;
 
  private:
+  // The text of this event's tokens (a stop token's own text left out, as vLLM does, unless
+  // include_stop_str_in_output); ends the choice on a stop string.
+  std::string take_text(Choice& c, const GenerationEvent& event, size_t& used);
+  void finish_choice(Choice& c, FinishReason reason, std::chrono::steady_clock::time_point now);
+
   Engine& engine_;
   const ModelText& text_;
   Metrics& metrics_;
-  bool streaming_;
-  bool include_usage_;
+  CommonParams params_;
+  std::vector<int32_t> eos_token_ids_;  // their stop_reason is null
   std::vector<Choice> choices_;
   std::vector<int> prompt_tokens_;  // per prompt
   int unfinished_ = 0;

@@ -13,26 +13,36 @@ namespace {
 double finite(float logprob) { return std::isfinite(logprob) ? logprob : -9999.0; }
 }  // namespace
 
+std::string TokenNames::operator()(int32_t id) const {
+  return as_ids ? "token_id:" + std::to_string(id) : token_string(text, id);
+}
+
+namespace {
+bool utf8_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+}  // namespace
+
 void CompletionLogprobs::add_prompt_token(int32_t id, const std::optional<SampledToken>& logprob) {
   if (logprob) return add(*logprob);
-  const std::string s = token_string(text_, id);
-  tokens_.push_back(s);
-  token_logprobs_.push_back(nullptr);
-  top_logprobs_.push_back(nullptr);
-  text_offset_.push_back(offset_);
-  offset_ += s.size();
+  add_token(id, nullptr);
 }
 
 void CompletionLogprobs::add(const SampledToken& token) {
-  const std::string s = token_string(text_, token.id);
-  tokens_.push_back(s);
-  token_logprobs_.push_back(finite(token.logprob));
   ojson top = ojson::object();
-  for (const auto& t : token.top) top[token_string(text_, t.id)] = finite(t.logprob);
-  top[s] = finite(token.logprob);  // vLLM lists the sampled token among the top ones
+  for (const auto& t : token.top) top[names_(t.id)] = finite(t.logprob);
+  top[names_(token.id)] = finite(token.logprob);  // vLLM lists the sampled token among the top ones
+  add_token(token.id, std::move(top), finite(token.logprob));
+}
+
+// text_offset is the index (in characters, as Python counts them) of the character the token's first
+// byte belongs to, so it stays inside the returned text when tokens split a UTF-8 character.
+void CompletionLogprobs::add_token(int32_t id, ojson top, ojson logprob) {
+  const std::string bytes = names_.text.token_bytes(id);
+  const bool starts_inside = !bytes.empty() && utf8_continuation(bytes[0]) && characters_ > 0;
+  text_offset_.push_back(characters_ - (starts_inside ? 1 : 0));
+  for (unsigned char b : bytes) characters_ += utf8_continuation(b) ? 0 : 1;
+  tokens_.push_back(names_(id));
+  token_logprobs_.push_back(std::move(logprob));
   top_logprobs_.push_back(std::move(top));
-  text_offset_.push_back(offset_);
-  offset_ += s.size();
 }
 
 ojson CompletionLogprobs::json() const {
@@ -55,16 +65,35 @@ ojson bytes_of(const ModelText& text, int32_t id) {
 }
 }  // namespace
 
-ojson chat_logprob_entry(const ModelText& text, const SampledToken& token, int top_logprobs) {
+ojson chat_logprob_entry(const TokenNames& names, const SampledToken& token, int top_logprobs) {
   ojson top = ojson::array();
   for (size_t i = 0; i < token.top.size() && int(i) < top_logprobs; ++i)
-    top.push_back({{"token", token_string(text, token.top[i].id)},
+    top.push_back({{"token", names(token.top[i].id)},
                    {"logprob", finite(token.top[i].logprob)},
-                   {"bytes", bytes_of(text, token.top[i].id)}});
-  return {{"token", token_string(text, token.id)},
+                   {"bytes", bytes_of(names.text, token.top[i].id)}});
+  return {{"token", names(token.id)},
           {"logprob", finite(token.logprob)},
-          {"bytes", bytes_of(text, token.id)},
+          {"bytes", bytes_of(names.text, token.id)},
           {"top_logprobs", std::move(top)}};
+}
+
+ojson prompt_logprobs_json(const TokenNames& names, const std::vector<std::optional<SampledToken>>& lps) {
+  ojson out = ojson::array();
+  for (const auto& lp : lps) {
+    if (!lp) {
+      out.push_back(nullptr);
+      continue;
+    }
+    auto entry = [&](int32_t id, float logprob, int rank) {
+      return ojson{{"logprob", finite(logprob)}, {"rank", rank}, {"decoded_token", names(id)}};
+    };
+    ojson position = ojson::object();
+    position[std::to_string(lp->id)] = entry(lp->id, lp->logprob, lp->rank);
+    for (size_t i = 0; i < lp->top.size(); ++i)
+      position[std::to_string(lp->top[i].id)] = entry(lp->top[i].id, lp->top[i].logprob, int(i) + 1);
+    out.push_back(std::move(position));
+  }
+  return out;
 }
 
 }  // namespace dcu::server

@@ -23,6 +23,8 @@ class TextStream {
   virtual std::string push(int32_t id) = 0;
   // True once a stop string appeared; the text returned so far ends right before it.
   virtual bool stopped() const = 0;
+  // The stop string that appeared, once stopped().
+  virtual std::string stop_string() const = 0;
   // The text held back at the end of the sequence (no stop string followed).
   virtual std::string flush() = 0;
 };

@@ -88,7 +88,7 @@ std::vector<int32_t> token_id_list(const json& a, const std::string& param) {
   return ids;
 }
 
-CommonParams parse_common(const Fields& f, bool chat) {
+CommonParams parse_common(const Fields& f, bool chat, int max_logprobs) {
   CommonParams p;
   p.model = f.string("model");
   if (auto n = f.integer("n", 1, 128)) p.n = static_cast<int>(*n);
@@ -101,7 +101,7 @@ CommonParams parse_common(const Fields& f, bool chat) {
     if (!p.stream) reject(std::string("stream_options"), "'stream_options' is only allowed when 'stream' is true");
     Fields s(*so, "stream_options.");
     p.include_usage = s.boolean("include_usage").value_or(false);
-    s.boolean("continuous_usage_stats");  // type-checked; usage is only sent at the end
+    p.continuous_usage_stats = s.boolean("continuous_usage_stats").value_or(false);
   }
   if (const json* stop = f.find("stop")) {
     if (stop->is_string()) {
@@ -134,6 +134,16 @@ CommonParams parse_common(const Fields& f, bool chat) {
   if (p.max_tokens && p.min_tokens > *p.max_tokens)
     reject(std::string("min_tokens"), "'min_tokens' must be less than or equal to 'max_tokens'");
   p.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
+  p.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
+  if (auto k = f.integer("truncate_prompt_tokens", -1, kMaxInt)) {
+    if (*k == 0) reject(std::string("truncate_prompt_tokens"), "'truncate_prompt_tokens' must be -1 or at least 1");
+    p.truncate_prompt_tokens = static_cast<int>(*k);
+  }
+  p.return_tokens_as_token_ids = f.boolean("return_tokens_as_token_ids").value_or(false);
+  if (auto k = f.integer("prompt_logprobs", 0, max_logprobs)) {
+    if (p.stream) reject(std::string("prompt_logprobs"), "'prompt_logprobs' are not available when 'stream' is true");
+    p.prompt_logprobs = static_cast<int>(*k);
+  }
 
   // Fields we understand but do not implement yet: refuse rather than silently ignore.
   if (auto best_of = f.integer("best_of", 1, 128); best_of && *best_of != p.n)
@@ -288,7 +298,7 @@ nlohmann::ordered_json parse_json_body(std::string_view body) {
 CompletionRequest parse_completion_request(const json& body, int max_logprobs) {
   Fields f(body);
   CompletionRequest r;
-  r.common = parse_common(f, /*chat=*/false);
+  r.common = parse_common(f, /*chat=*/false, max_logprobs);
   const json* prompt = f.find("prompt");
   if (!prompt) reject(std::string("prompt"), "'prompt' is required");
   const char* kPromptType = "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of token ids";
@@ -322,13 +332,14 @@ CompletionRequest parse_completion_request(const json& body, int max_logprobs) {
 ChatRequest parse_chat_request(const json& body, int max_logprobs) {
   Fields f(body);
   ChatRequest r;
-  r.common = parse_common(f, /*chat=*/true);
+  r.common = parse_common(f, /*chat=*/true, max_logprobs);
   if (r.common.max_tokens == 0) reject(std::string("max_tokens"), "'max_tokens' must be at least 1");
   const json* messages = f.find("messages");
   if (!messages) reject(std::string("messages"), "'messages' is required");
   r.messages = parse_messages(*messages);
   if (const json* tools = f.array("tools"); tools && !tools->empty()) r.tools = parse_tools(*tools);
   r.tool_choice = parse_tool_choice(f.find("tool_choice"), !r.tools.is_null());
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
   r.logprobs = f.boolean("logprobs").value_or(false);
   if (auto k = f.integer("top_logprobs", 0, max_logprobs)) {
     if (!r.logprobs && *k > 0) reject(std::string("top_logprobs"), "'top_logprobs' requires 'logprobs' to be true");
@@ -390,6 +401,16 @@ SamplingParams make_sampling_params(const CommonParams& p, const GenerationDefau
       if (std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), id) == s.stop_token_ids.end())
         s.stop_token_ids.push_back(id);
   return s;
+}
+
+void truncate_prompt(std::vector<int32_t>& ids, const CommonParams& p, int max_model_len) {
+  if (!p.truncate_prompt_tokens) return;
+  const int k = *p.truncate_prompt_tokens == -1 ? max_model_len : *p.truncate_prompt_tokens;
+  if (k > max_model_len)
+    reject(std::string("truncate_prompt_tokens"),
+           "'truncate_prompt_tokens' ({}) cannot be greater than the model's maximum context length ({})", k,
+           max_model_len);
+  if (int(ids.size()) > k) ids.erase(ids.begin(), ids.end() - k);
 }
 
 int resolve_max_tokens(const CommonParams& p, const GenerationDefaults& d, int prompt_tokens, int max_model_len,

@@ -23,7 +23,8 @@ struct CommonParams {
   int n = 1;
   std::optional<int> max_tokens;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;           // stream_options.include_usage
+  bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats: usage in every chunk
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   std::optional<float> temperature;
@@ -37,6 +38,10 @@ struct CommonParams {
   bool ignore_eos = false;
   int min_tokens = 0;
   bool skip_special_tokens = true;
+  bool include_stop_str_in_output = false;  // the stop string (or stop token's text) stays in the text
+  std::optional<int> truncate_prompt_tokens;  // keep the last k prompt tokens; -1: up to max_model_len
+  bool return_tokens_as_token_ids = false;    // logprobs name tokens "token_id:N"
+  std::optional<int> prompt_logprobs;         // logprobs of every prompt token plus the top k
 };
 
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;
@@ -58,6 +63,7 @@ struct ChatRequest {
   nlohmann::ordered_json messages;  // validated; content normalised to strings, tool-call arguments to objects
   nlohmann::ordered_json tools;     // null or the validated array
   ToolChoice tool_choice;
+  bool parallel_tool_calls = true;  // false: at most one call is returned
   bool logprobs = false;
   int top_logprobs = 0;
   bool add_generation_prompt = true;
@@ -88,6 +94,9 @@ DetokenizeRequest parse_detokenize_request(const nlohmann::ordered_json& body);
 // The engine's sampling parameters for one request: request fields, else the model's defaults, else
 // vLLM's. max_tokens is left for the caller (it depends on the prompt length).
 SamplingParams make_sampling_params(const CommonParams& p, const GenerationDefaults& defaults);
+
+// Applies truncate_prompt_tokens (vLLM: keeps the last k tokens); a k beyond the context length is a 400.
+void truncate_prompt(std::vector<int32_t>& ids, const CommonParams& p, int max_model_len);
 
 // max_tokens for a prompt of `prompt_tokens`; throws the vLLM-worded 400 when it cannot fit.
 int resolve_max_tokens(const CommonParams& p, const GenerationDefaults& defaults, int prompt_tokens,

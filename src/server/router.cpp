@@ -1,5 +1,6 @@
 #include "server/router.h"
 
+#include <cstring>
 #include <ctime>
 
 #include "core/error.h"
@@ -57,6 +58,9 @@ Router::Result Router::dispatch(const HttpRequest& request) const {
   const Route* route = nullptr;
   for (const auto& r : kRoutes)
     if (path == r.path) route = &r;
+  static constexpr Route kModel{"/v1/models/", "GET"};  // GET /v1/models/{id}
+  const bool model_path = !route && path.rfind(kModel.path, 0) == 0 && path.size() > std::strlen(kModel.path);
+  if (model_path) route = &kModel;
   if (!route) return error_response(not_found(fmt::format("Route {} not found.", path)));
   if (path.rfind("/v1/", 0) == 0 && !ctx_.config.api_key.empty() &&
       !same_secret(request.authorization, "Bearer " + ctx_.config.api_key))
@@ -68,6 +72,7 @@ Router::Result Router::dispatch(const HttpRequest& request) const {
   if (path == "/metrics")
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", ctx_.metrics.render(ctx_.engine.stats()), {}};
   if (path == "/v1/models") return models();
+  if (model_path) return model(path.substr(std::strlen(kModel.path)));
   if (path == "/tokenize") return tokenize(request);
   if (path == "/detokenize") return detokenize(request);
 
@@ -89,14 +94,21 @@ void Router::check_model(const std::optional<std::string>& model) const {
   throw ApiException(not_found(fmt::format("The model `{}` does not exist.", *model)));
 }
 
+nlohmann::ordered_json Router::model_card(const std::string& name) const {
+  return {{"id", name}, {"object", "model"}, {"created", static_cast<int64_t>(std::time(nullptr))},
+          {"owned_by", "dcuserve"}, {"root", ctx_.config.model_root}, {"parent", nullptr},
+          {"max_model_len", ctx_.engine.max_model_len()}};
+}
+
 HttpResponse Router::models() const {
   ojson data = ojson::array();
-  const auto created = static_cast<int64_t>(std::time(nullptr));
-  for (const auto& name : ctx_.config.served_model_names)
-    data.push_back({{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "dcuserve"},
-                    {"root", ctx_.config.model_root}, {"parent", nullptr},
-                    {"max_model_len", ctx_.engine.max_model_len()}});
+  for (const auto& name : ctx_.config.served_model_names) data.push_back(model_card(name));
   return json_response({{"object", "list"}, {"data", std::move(data)}});
+}
+
+HttpResponse Router::model(const std::string& id) const {
+  check_model(id);
+  return json_response(model_card(id));
 }
 
 HttpResponse Router::tokenize(const HttpRequest& request) const {

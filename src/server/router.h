@@ -21,6 +21,8 @@ class Router {
   Result dispatch(const HttpRequest& request) const;
   void check_model(const std::optional<std::string>& model) const;
   HttpResponse models() const;
+  HttpResponse model(const std::string& id) const;  // GET /v1/models/{id}
+  nlohmann::ordered_json model_card(const std::string& name) const;
   HttpResponse tokenize(const HttpRequest& request) const;
   HttpResponse detokenize(const HttpRequest& request) const;
 

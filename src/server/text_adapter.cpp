@@ -20,6 +20,7 @@ class DetokenizerStream : public TextStream {
   DetokenizerStream(const text::Tokenizer& t, bool skip, std::vector<std::string> stop) : d_(t, skip, std::move(stop)) {}
   std::string push(int32_t id) override { return d_.push(id); }
   bool stopped() const override { return d_.stopped(); }
+  std::string stop_string() const override { return d_.stop_string().value_or(""); }
   std::string flush() override { return d_.flush(); }
 
  private:

@@ -1,11 +1,12 @@
 // The command line: `dcuserve generate --chat --json` on the demo model reproduces transformers' greedy
-// answers (ids) for the reference chats, and `dcuserve info` / `tokenize` answer.
+// answers (ids) for the reference chats, `dcuserve info` / `tokenize` answer, and `dcuserve serve`
+// logs what its start-up did.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { modelDir } from './server.mjs';
+import { modelDir, startServer } from './server.mjs';
 
 const bin = process.env.DCUSERVE_BIN;
 const reference = JSON.parse(fs.readFileSync(path.join(modelDir, 'reference.json'), 'utf8'));
@@ -42,4 +43,15 @@ test('info prints the model and memory needs', () => {
 test('a bad model folder is a clear error, exit 1', () => {
   assert.throws(() => run(['generate', '--model', '/nonexistent', '--prompt-ids', '1']),
     (e) => e.status === 1 && /config\.json/.test(e.stderr));
+});
+
+test('serve logs the weights read, the cache and the start-up time, as vLLM-style lines', async () => {
+  const server = await startServer();
+  const log = server.log();
+  assert.deepEqual(await server.stop(), { code: 0, signal: null });
+  const line = (message) => new RegExp(`^INFO \\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d ${message}$`, 'm');
+  assert.match(log, line('weights: \\d+\\.\\d\\d GB read in \\d+\\.\\d\\d s \\(\\d+\\.\\d\\d GB/s\\)'));
+  assert.match(log, line('cache: \\d+ KV pages of 16 tokens \\(\\d+ tokens\\), \\d+ GDN state slots, \\S+ [KMG]iB'));
+  assert.match(log, line('serving demo .* on http://127\\.0\\.0\\.1:\\d+; start-up took \\d+\\.\\d\\d s'));
+  assert.doesNotMatch(log, /\r/);  // a pipe gets plain lines, no progress bar
 });

@@ -25,6 +25,11 @@ describe('dcuserve serve (no api key, qwen3 reasoning parser, hermes tools)', ()
   test('models', async () => {
     const models = await client.models.list();
     assert.deepEqual(models.data.map((m) => m.id), ['demo']);
+    // The demo model advertises the family's context, so agent-sized requests (a 23,508-token prompt
+    // with max_tokens 32,000) are not refused for length.
+    assert.equal(models.data[0].max_model_len, 262144);
+    const one = await client.models.retrieve('demo');
+    assert.equal(one.id, 'demo');
   });
 
   test('completion from token ids reproduces the reference greedy answer', async () => {

@@ -171,6 +171,41 @@ TEST(Engine, FullWaitingQueueAsksToRetryLater) {
   for (auto& c : accepted) c->wait();
 }
 
+// Two multi-sequence requests that each fit the queue alone: one is admitted whole and the other
+// refused whole (before, each was admitted sequence by sequence and both could run out of room and be
+// rolled back); a group larger than the queue can ever hold is refused for good.
+TEST(Engine, GroupsAreAdmittedWholeOrRefusedWhole) {
+  auto engine = make_engine(std::nullopt, /*max_waiting=*/8, /*max_batched=*/16);  // holds 8 + 16 sequences
+  const auto c0 = testing::reference_cases(kModel, 200)[0];
+  auto group = [&](int size, std::vector<std::unique_ptr<testing::EventCollector>>& out) {
+    std::vector<GenerationRequest> requests;
+    std::vector<EventCallback> callbacks;
+    for (int i = 0; i < size; ++i) {
+      out.push_back(std::make_unique<testing::EventCollector>());
+      requests.push_back(greedy_request(c0));
+      requests.back().prompt.resize(8);
+      requests.back().sampling.max_tokens = 2;
+      callbacks.push_back(out.back()->callback());
+    }
+    return engine->submit_all(std::move(requests), std::move(callbacks));
+  };
+  std::vector<std::unique_ptr<testing::EventCollector>> first, second, huge;
+  auto a = group(20, first);
+  ASSERT_TRUE(std::holds_alternative<std::vector<RequestId>>(a));
+  EXPECT_EQ(std::get<std::vector<RequestId>>(a).size(), 20u);
+  auto b = group(20, second);
+  ASSERT_TRUE(std::holds_alternative<SubmitError>(b)) << "the second group does not fit beside the first";
+  EXPECT_GT(std::get<SubmitError>(b).retry_after_seconds, 0);
+  auto c = group(25, huge);
+  ASSERT_TRUE(std::holds_alternative<SubmitError>(c));
+  EXPECT_EQ(std::get<SubmitError>(c).retry_after_seconds, 0) << "a group that can never fit is not retried";
+  for (auto& col : first) col->wait();
+  second.clear();
+  auto again = group(20, second);  // room again once the first group finished
+  ASSERT_TRUE(std::holds_alternative<std::vector<RequestId>>(again));
+  for (auto& col : second) col->wait();
+}
+
 TEST(Engine, SeededSamplingDoesNotDependOnTheBatch) {
   auto engine = make_engine();
   auto c0 = testing::reference_cases(kModel, 200)[1];

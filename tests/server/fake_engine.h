@@ -35,14 +35,20 @@ class FakeEngine : public Engine {
     thread_.join();
   }
 
-  std::variant<RequestId, SubmitError> submit(GenerationRequest request, EventCallback on_event) override {
+  std::variant<std::vector<RequestId>, SubmitError> submit_all(std::vector<GenerationRequest> requests,
+                                                               std::vector<EventCallback> on_events) override {
     std::lock_guard lock(mutex_);
-    if (max_waiting_ >= 0 && int(active_.size()) >= max_waiting_) return SubmitError{"the waiting queue is full", 3};
-    RequestId id = next_id_++;
-    submitted_.push_back(request);
-    active_[id] = Active{std::move(request), std::move(on_event)};
+    if (max_waiting_ >= 0 && active_.size() + requests.size() > size_t(max_waiting_))
+      return SubmitError{"the waiting queue is full", 3};
+    std::vector<RequestId> ids;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      RequestId id = next_id_++;
+      submitted_.push_back(requests[i]);
+      active_[id] = Active{std::move(requests[i]), std::move(on_events[i])};
+      ids.push_back(id);
+    }
     cv_.notify_all();
-    return id;
+    return ids;
   }
   void cancel(RequestId id) override {
     std::lock_guard lock(mutex_);
@@ -192,6 +198,7 @@ class ByteTextStream : public TextStream {
     for (const auto& s : stop_)
       if (auto at = held_.find(s); at != std::string::npos) {
         stopped_ = true;
+        stop_string_ = s;
         std::string out = held_.substr(0, at);
         held_.clear();
         return out;
@@ -209,6 +216,7 @@ class ByteTextStream : public TextStream {
     return out;
   }
   bool stopped() const override { return stopped_; }
+  std::string stop_string() const override { return stop_string_; }
   std::string flush() override { return std::exchange(held_, {}); }
 
  private:
@@ -216,6 +224,7 @@ class ByteTextStream : public TextStream {
   std::vector<std::string> stop_;
   std::string held_;
   bool stopped_ = false;
+  std::string stop_string_;
 };
 
 class PassThroughParser : public ChatOutputParser {

@@ -7,8 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fake_engine.h"
-#include "http_test_client.h"
+#include "server_fixture.h"
 #include "server/text_adapter.h"
 
 namespace dcu::server::testing {
@@ -16,43 +15,6 @@ namespace {
 
 using nlohmann::json;
 namespace net = boost::asio;
-
-class ServerTest : public ::testing::Test {
- protected:
-  void start(std::vector<int32_t> script, ServerConfig cfg = {}, const ModelText* text = nullptr) {
-    engine_ = std::make_unique<FakeEngine>(std::move(script), text ? 4096 : 256);
-    cfg.port = 0;
-    cfg.served_model_names = {"test-model"};
-    cfg.max_body_bytes = 8192;
-    cfg.defaults.eos_token_ids = {kImEnd};
-    config_ = cfg;
-    metrics_ = std::make_unique<Metrics>("test-model");
-    ctx_ = std::make_unique<ServerContext>(ServerContext{*engine_, text ? *text : text_, *metrics_, config_});
-    server_ = std::make_unique<HttpServer>(*ctx_);
-    port_ = server_->listen();
-    runner_ = std::thread([this] { server_->run(false); });
-  }
-  void TearDown() override {
-    if (server_) {
-      server_->stop();
-      runner_.join();
-    }
-    engine_.reset();  // no more callbacks, then the server goes
-    server_.reset();
-  }
-  Reply post(const std::string& target, const json& body, const std::string& auth = "") {
-    return call(port_, "POST", target, body.dump(), auth);
-  }
-
-  ByteText text_;
-  ServerConfig config_;
-  std::unique_ptr<FakeEngine> engine_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<ServerContext> ctx_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread runner_;
-  int port_ = 0;
-};
 
 TEST_F(ServerTest, CompletionNonStreaming) {
   start(byte_ids("Hello world"));
@@ -87,7 +49,13 @@ TEST_F(ServerTest, EosTokenFromGenerationConfigStops) {
   EXPECT_EQ(j["choices"][0]["text"], "Hey");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  // As in vLLM, the stop token's own text is left out even when special tokens are kept ...
   j = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4}, {"skip_special_tokens", false}}).json();
+  EXPECT_EQ(j["choices"][0]["text"], "Hey");
+  EXPECT_EQ(j["choices"][0]["stop_reason"], nullptr);  // eos: no stop_reason
+  // ... unless include_stop_str_in_output.
+  j = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4}, {"skip_special_tokens", false},
+                               {"include_stop_str_in_output", true}}).json();
   EXPECT_EQ(j["choices"][0]["text"], "Hey<|im_end|>");
 }
 
@@ -252,21 +220,10 @@ TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   }
 }
 
-// Opens a raw connection and sends a streaming request; returns the socket.
-net::ip::tcp::socket open_stream(net::io_context& ioc, int port, const json& body) {
-  net::ip::tcp::socket s(ioc);
-  s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  const std::string text = body.dump();
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
-  net::write(s, net::buffer(req));
-  return s;
-}
-
 TEST_F(ServerTest, DisconnectMidStreamCancels) {
   start(byte_ids("abcdefgh"));
   net::io_context ioc;
-  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
+  auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
   std::string got;
   char buf[512];
   while (got.find("data: ") == std::string::npos) got.append(buf, s.read_some(net::buffer(buf)));
@@ -280,7 +237,7 @@ TEST_F(ServerTest, DisconnectBeforeFirstTokenCancels) {
   engine_->set_paused(true);
   for (bool stream : {true, false}) {
     net::io_context ioc;
-    auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
     ASSERT_TRUE(engine_->wait_submitted(stream ? 1 : 2));
     s.close();
     EXPECT_TRUE(engine_->wait_cancelled(stream ? 1 : 2)) << "stream=" << stream;
@@ -322,7 +279,7 @@ TEST_F(ServerTest, StopCancelsInFlightRequests) {
   start(byte_ids("abc"));
   engine_->set_paused(true);
   net::io_context ioc;
-  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}});
+  auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", true}});
   ASSERT_TRUE(engine_->wait_submitted(1));
   server_->stop();
   runner_.join();  // run() returns

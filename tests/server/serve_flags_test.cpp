@@ -114,7 +114,7 @@ TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--reasoning-parser", "nope"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--gpu-memory-utilization", "1.5"}), CLI::ParseError);
   // Auto tool choice without a parser is refused before the engine starts.
-  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--enable-auto-tool-choice"}), Error);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--tool-call-parser", "none", "--enable-auto-tool-choice"}), Error);
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 // GQA attention over the paged cache with an f32 softmax.
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include <immintrin.h>
 
 #include "backend/cpu/cpu_ops.h"
 
@@ -81,51 +84,131 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, 
   }
 }
 
+namespace {
+
+// Work tiles of the causal attention: a block of K and V rows is read from memory once per tile of
+// kQueryTile rows (times the q heads sharing the kv head) instead of once per row and head, which is
+// what keeps long prompts from becoming memory-bound.
+constexpr int kQueryTile = 16;
+constexpr int kKeyBlock = 64;
+
+#if defined(__AVX2__) && defined(__FMA__)
+float dot(const float* a, const float* b, int d) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= d; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  for (; i + 8 <= d; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  __m256 v = _mm256_add_ps(s0, s1);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_hadd_ps(h, h);
+  h = _mm_hadd_ps(h, h);
+  float sum = _mm_cvtss_f32(h);
+  for (; i < d; ++i) sum += a[i] * b[i];
+  return sum;
+}
+// y = y * c + w * x
+void scale_add(float* y, float c, float w, const float* x, int d) {
+  const __m256 cv = _mm256_set1_ps(c), wv = _mm256_set1_ps(w);
+  int i = 0;
+  for (; i + 8 <= d; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i), _mm256_mul_ps(cv, _mm256_loadu_ps(y + i))));
+  for (; i < d; ++i) y[i] = y[i] * c + w * x[i];
+}
+#else
+float dot(const float* a, const float* b, int d) {
+  float lanes[8] = {};
+  int i = 0;
+  for (; i + 8 <= d; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] += a[i + j] * b[i + j];
+  float sum = 0;
+  for (float l : lanes) sum += l;
+  for (; i < d; ++i) sum += a[i] * b[i];
+  return sum;
+}
+void scale_add(float* y, float c, float w, const float* x, int d) {
+  for (int i = 0; i < d; ++i) y[i] = y[i] * c + w * x[i];
+}
+#endif
+
+struct AttentionTile {
+  int seq, kv_head, row_begin, row_end;
+};
+
+// One query vector's online softmax: running max, running sum, unnormalised output [d].
+struct OnlineSoftmax {
+  float max = -INFINITY, sum = 0;
+  float* acc = nullptr;
+};
+
+}  // namespace
+
 void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale, Tensor out) {
   const int nh = int(q.dim(1)), d = int(q.dim(2));
   const int nkv = int(cache.k.dim(2)), bs = cache.block_size;
   const int group = nh / nkv;
   const int64_t kv_row = int64_t(nkv) * d;
   const BatchHost& host = *batch.host;
-  const int T = batch.num_tokens();
-  // Sequence of each packed row, so the parallel loop can run over (token, head).
-  std::vector<int> seq_of_row(static_cast<size_t>(T));
-  for (int s = 0; s < batch.num_seqs(); ++s)
-    for (int r = host.seq_row_begin[s]; r < host.seq_row_begin[s + 1]; ++r) seq_of_row[size_t(r)] = s;
 
+  std::vector<AttentionTile> tiles;
   int64_t work = 0;
-  for (int t = 0; t < T; ++t) work += int64_t(batch.positions[t] + 1) * nh * d;
+  for (int s = 0; s < batch.num_seqs(); ++s)
+    for (int r = host.seq_row_begin[s]; r < host.seq_row_begin[s + 1]; r += kQueryTile)
+      for (int g = 0; g < nkv; ++g)
+        tiles.push_back({s, g, r, std::min(r + kQueryTile, host.seq_row_begin[s + 1])});
+  for (int t = 0; t < batch.num_tokens(); ++t) work += int64_t(batch.positions[t] + 1) * nh * d;
+
 #pragma omp parallel if (work >= kParallelWork)
   {
-    std::vector<float> scores;
-#pragma omp for collapse(2) schedule(dynamic, 4)
-    for (int t = 0; t < T; ++t) {
-      for (int h = 0; h < nh; ++h) {
-        const int s = seq_of_row[size_t(t)];
-        const int pos = batch.positions[t];
-        const int32_t* blocks = batch.block_tables + int64_t(s) * batch.max_blocks_per_seq();
-        const float* qh = q.as<float>() + (int64_t(t) * nh + h) * d;
-        const int kvh = h / group;
-        scores.resize(size_t(pos) + 1);
-        float max_score = -INFINITY;
-        for (int p = 0; p <= pos; ++p) {
-          int64_t slot = int64_t(blocks[p / bs]) * bs + p % bs;
-          const float* kp = cache_row(cache.k, slot, kv_row) + kvh * d;
-          float dot = 0;
-          for (int i = 0; i < d; ++i) dot += qh[i] * kp[i];
-          scores[size_t(p)] = dot * scale;
-          max_score = std::max(max_score, scores[size_t(p)]);
+    std::vector<float> acc(size_t(kQueryTile) * group * d), scores(kKeyBlock);
+    std::vector<OnlineSoftmax> states(size_t(kQueryTile) * group);
+    const float* keys[kKeyBlock];
+    const float* values[kKeyBlock];
+#pragma omp for schedule(dynamic, 1)
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      const AttentionTile tile = tiles[i];
+      const int32_t* blocks = batch.block_tables + int64_t(tile.seq) * batch.max_blocks_per_seq();
+      const int rows = tile.row_end - tile.row_begin;
+      int last_position = 0;
+      for (int r = tile.row_begin; r < tile.row_end; ++r) last_position = std::max(last_position, batch.positions[r]);
+      // Query vector j = row (j / group), q head tile.kv_head * group + j % group.
+      const int nq = rows * group;
+      std::fill(acc.begin(), acc.begin() + int64_t(nq) * d, 0.0f);
+      for (int j = 0; j < nq; ++j) states[size_t(j)] = {-INFINITY, 0.0f, acc.data() + int64_t(j) * d};
+      for (int kb = 0; kb <= last_position; kb += kKeyBlock) {
+        const int n = std::min(kKeyBlock, last_position + 1 - kb);
+        for (int p = 0; p < n; ++p) {
+          const int64_t slot = int64_t(blocks[(kb + p) / bs]) * bs + (kb + p) % bs;
+          keys[p] = cache_row(cache.k, slot, kv_row) + tile.kv_head * d;
+          values[p] = cache_row(cache.v, slot, kv_row) + tile.kv_head * d;
         }
-        float denom = 0;
-        for (int p = 0; p <= pos; ++p) denom += scores[size_t(p)] = std::exp(scores[size_t(p)] - max_score);
-        float* oh = out.as<float>() + (int64_t(t) * nh + h) * d;
-        std::fill(oh, oh + d, 0.0f);
-        for (int p = 0; p <= pos; ++p) {
-          int64_t slot = int64_t(blocks[p / bs]) * bs + p % bs;
-          const float* vp = cache_row(cache.v, slot, kv_row) + kvh * d;
-          const float w = scores[size_t(p)] / denom;
-          for (int i = 0; i < d; ++i) oh[i] += w * vp[i];
+        for (int j = 0; j < nq; ++j) {
+          const int row = tile.row_begin + j / group;
+          const int visible = std::min(n, batch.positions[row] + 1 - kb);  // causal: keys up to its position
+          if (visible <= 0) continue;
+          const int h = tile.kv_head * group + j % group;
+          const float* qh = q.as<float>() + (int64_t(row) * nh + h) * d;
+          float block_max = -INFINITY;
+          for (int p = 0; p < visible; ++p) block_max = std::max(block_max, scores[size_t(p)] = dot(qh, keys[p], d) * scale);
+          OnlineSoftmax& st = states[size_t(j)];
+          const float new_max = std::max(st.max, block_max);
+          const float rescale = std::exp(st.max - new_max);  // 0 on the first block
+          st.sum *= rescale;
+          for (int p = 0; p < visible; ++p) {
+            const float w = std::exp(scores[size_t(p)] - new_max);
+            st.sum += w;
+            scale_add(st.acc, p == 0 ? rescale : 1.0f, w, values[p], d);
+          }
+          st.max = new_max;
         }
+      }
+      for (int j = 0; j < nq; ++j) {
+        const int row = tile.row_begin + j / group, h = tile.kv_head * group + j % group;
+        float* oh = out.as<float>() + (int64_t(row) * nh + h) * d;
+        const float inv = 1.0f / states[size_t(j)].sum;
+        for (int e = 0; e < d; ++e) oh[e] = states[size_t(j)].acc[e] * inv;
       }
     }
   }
