@@ -190,13 +190,15 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
   test('streamText with a tool: streamed deltas and usage reach the SDK', async () => {
     const weather = weatherTool();
     const { value, exchanges } = await recorded(async () => {
+      let streamError;
       const r = streamText({
         ...common(), tools: { get_weather: weather.tool }, system: 'You are a helpful assistant.',
         prompt: 'Define compiler.', abortSignal: AbortSignal.timeout(callTimeoutMs),
-        onError: ({ error }) => { throw error; },
+        onError: ({ error }) => { streamError = error; },
       });
       let text = '';
       for await (const delta of r.textStream) text += delta;
+      if (streamError) throw streamError;
       return { text, steps: await r.steps, usage: await r.totalUsage };
     });
     assert.deepEqual(exchanges[0].json.messages, [{ role: 'system', content: 'You are a helpful assistant.' },
@@ -216,8 +218,10 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
           const args = { ...common(), tools: { get_weather: weather.tool }, messages: approvedHistory,
                          abortSignal: AbortSignal.timeout(callTimeoutMs) };
           if (mode === 'generateText') return generateText(args);
-          const r = streamText({ ...args, onError: ({ error }) => { throw error; } });
+          let streamError;
+          const r = streamText({ ...args, onError: ({ error }) => { streamError = error; } });
           await r.consumeStream();
+          if (streamError) throw streamError;
           return { steps: await r.steps, text: await r.text, response: await r.response };
         });
         assert.deepEqual(weather.calls, ['Paris'], 'the SDK ran the approved tool once, before calling the model');
