@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { generateText, streamText, stepCountIs, tool } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
-import { modelDir, startServer } from './server.mjs';
+import { chatPromptTokens, modelDir, startServer } from './server.mjs';
 import { startRecorder } from './recorder.mjs';
 
 const require = createRequire(import.meta.url);
@@ -127,12 +127,16 @@ const sdkFinish = { stop: 'stop', length: 'length', tool_calls: 'tool-calls' };
 
 // One SDK step per request, in order: the step's text, reasoning, finish and usage are the server's, and a step
 // that ended in tool calls ran the tools and sent their results in the next request (the loop).
-async function assertSteps(steps, exchanges, { stream }) {
+async function assertSteps(server, steps, exchanges, { stream }) {
   assert.equal(steps.length, exchanges.length, 'one request per step');
   for (const [i, step] of steps.entries()) {
     const ex = exchanges[i];
     assertCommonRequest(ex, { stream });
     const ans = answerOf(ex);
+    // All of the request, the tool included, went into the prompt.
+    const withTools = await chatPromptTokens(server, { messages: ex.json.messages, tools: ex.json.tools });
+    assert.equal(ans.usage.prompt_tokens, withTools);
+    assert.ok(withTools > await chatPromptTokens(server, { messages: ex.json.messages }));
     assert.equal(step.text, ans.content);
     assert.ok(!step.text.includes('<think>') && !step.text.includes('</think>'), 'thinking is split off');
     assert.equal(step.reasoningText ?? '', ans.reasoning);
@@ -182,7 +186,7 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
     }));
     assert.ok(exchanges.length >= 1);
     assert.deepEqual(exchanges[0].json.messages, [{ role: 'user', content: 'What is the weather in Paris?' }]);
-    await assertSteps(r.steps, exchanges, { stream: false });
+    await assertSteps(server, r.steps, exchanges, { stream: false });
     assert.equal(r.text, r.steps.at(-1).text);
     assert.equal(weather.calls.length, r.steps.flatMap((s) => s.toolCalls).length);
   });
@@ -203,7 +207,7 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
     });
     assert.deepEqual(exchanges[0].json.messages, [{ role: 'system', content: 'You are a helpful assistant.' },
                                                   { role: 'user', content: 'Define compiler.' }]);
-    await assertSteps(value.steps, exchanges, { stream: true });
+    await assertSteps(server, value.steps, exchanges, { stream: true });
     assert.equal(value.text, value.steps.map((s) => s.text).join(''));
     const answers = exchanges.map(answerOf);
     assert.equal(value.usage.inputTokens, answers.reduce((n, a) => n + a.usage.prompt_tokens, 0));
@@ -231,7 +235,7 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
         assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant', 'tool']);
         assertToolTurn(messages, { id: 'call_weather_1', name: 'get_weather', args: { city: 'Paris' },
                                    result: { city: 'Paris', temperature_c: 21, conditions: 'sunny' } });
-        await assertSteps(value.steps, exchanges, { stream: mode === 'streamText' });
+        await assertSteps(server, value.steps, exchanges, { stream: mode === 'streamText' });
         assert.equal(value.text, value.steps.at(-1).text);
         // The conversation the SDK hands back to continue from holds the server's answer.
         const last = value.response.messages.at(-1);

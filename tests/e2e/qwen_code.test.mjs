@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { modelDir, startServer } from './server.mjs';
+import { chatPromptTokens, modelDir, startServer } from './server.mjs';
 import { startRecorder } from './recorder.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -149,6 +149,10 @@ describe(`Qwen Code ${qwenPackage.version} -p against dcuserve serve --model (no
     const content = deltas.map((d) => d.content ?? '').join('');
     const reasoning = deltas.map((d) => d.reasoning_content ?? '').join('');
     assert.ok(!content.includes('<think>') && !content.includes('</think>'), 'thinking is split off');
+    // All of the request, the tools included, went into the prompt.
+    const withTools = await chatPromptTokens(server, { messages: body.messages, tools: body.tools });
+    assert.equal(usageChunk.usage.prompt_tokens, withTools);
+    assert.ok(withTools > await chatPromptTokens(server, { messages: body.messages }));
 
     // What Qwen Code made of it (--output-format json: the session's messages, the result last).
     let out;

@@ -39,3 +39,12 @@ export async function startServer(extraArgs = [], { servedModelName = 'demo' } =
     },
   };
 }
+
+// The prompt length the server's /tokenize gives for a chat request's fields (messages, tools, ...): what a
+// test compares with the usage of a request to see that all of it, tools included, reached the template.
+export async function chatPromptTokens(server, fields) {
+  const r = await fetch(server.url('/tokenize'), { method: 'POST', headers: { 'content-type': 'application/json' },
+                                                   body: JSON.stringify(fields), signal: AbortSignal.timeout(60_000) });
+  if (r.status !== 200) throw new Error(`/tokenize: ${r.status} ${await r.text()}`);
+  return (await r.json()).count;
+}
