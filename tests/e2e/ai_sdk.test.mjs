@@ -26,6 +26,7 @@ const providerVersion = require('@ai-sdk/openai-compatible/package.json').versio
 
 const apiKey = 'dcuserve-e2e-key';
 const callTimeoutMs = 180_000; // one generateText / streamText, all its steps
+const bounded = { timeout: callTimeoutMs + 60_000 };
 const chatPath = '/v1/chat/completions';
 
 // A weather tool whose calls are recorded; `needsApproval` makes the SDK stop for a human's yes before running it.
@@ -178,7 +179,7 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
   }
   const common = () => ({ model, temperature: 0, maxOutputTokens: 48, maxRetries: 0, stopWhen: stepCountIs(3) });
 
-  test('generateText with a tool: the tool reaches the server, the steps are its answers', async () => {
+  test('generateText with a tool: the tool reaches the server, the steps are its answers', bounded, async () => {
     const weather = weatherTool();
     const { value: r, exchanges } = await recorded(() => generateText({
       ...common(), tools: { get_weather: weather.tool }, prompt: 'What is the weather in Paris?',
@@ -191,7 +192,7 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
     assert.equal(weather.calls.length, r.steps.flatMap((s) => s.toolCalls).length);
   });
 
-  test('streamText with a tool: streamed deltas and usage reach the SDK', async () => {
+  test('streamText with a tool: streamed deltas and usage reach the SDK', bounded, async () => {
     const weather = weatherTool();
     const { value, exchanges } = await recorded(async () => {
       let streamError;
@@ -216,7 +217,7 @@ describe(`AI SDK ai@${aiVersion} + @ai-sdk/openai-compatible@${providerVersion} 
 
   for (const mode of ['generateText', 'streamText']) {
     test(`${mode} multi-step loop: an approved tool call runs, its result goes to the server, the model answers`,
-      async () => {
+      bounded, async () => {
         const weather = weatherTool({ needsApproval: true });
         const { value, exchanges } = await recorded(async () => {
           const args = { ...common(), tools: { get_weather: weather.tool }, messages: approvedHistory,

@@ -148,7 +148,8 @@ describe(`Qwen Code ${qwenPackage.version} -p against dcuserve serve --model (no
     assert.ok(['stop', 'length', 'tool_calls'].includes(finish[0]), finish[0]);
     const content = deltas.map((d) => d.content ?? '').join('');
     const reasoning = deltas.map((d) => d.reasoning_content ?? '').join('');
-    assert.ok(!content.includes('<think>') && !content.includes('</think>'), 'thinking is split off');
+    // (No check that the content holds no <think>: Qwen Code samples at the model's temperature, and on a prompt
+    // this long the demo model's answers are noise that may hold the tag; ai_sdk.test.mjs checks it greedily.)
     // All of the request, the tools included, went into the prompt.
     const withTools = await chatPromptTokens(server, { messages: body.messages, tools: body.tools });
     assert.equal(usageChunk.usage.prompt_tokens, withTools);
