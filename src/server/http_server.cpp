@@ -62,6 +62,7 @@ struct HttpServer::Impl {
   std::mutex connections_mutex;
   std::list<std::weak_ptr<Connection>> connections;
   std::atomic<bool> stopped{false};
+  bool catching_signals = false;
 
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<Connection> conn);
@@ -94,18 +95,23 @@ HttpServer::~HttpServer() {
   }
 }
 
+void HttpServer::catch_signals() {
+  auto& s = *impl_;
+  if (s.catching_signals) return;
+  s.catching_signals = true;
+  s.signals.add(SIGINT);
+  s.signals.add(SIGTERM);
+  s.signals.async_wait([this](const beast::error_code& ec, int signal) {
+    if (ec) return;
+    log::info("signal {} received: shutting down", signal);
+    stop();
+  });
+}
+
 void HttpServer::run(bool handle_signals) {
   auto& s = *impl_;
   if (!s.acceptor.is_open()) listen();
-  if (handle_signals) {
-    s.signals.add(SIGINT);
-    s.signals.add(SIGTERM);
-    s.signals.async_wait([this](const beast::error_code& ec, int signal) {
-      if (ec) return;
-      log::info("signal {} received: shutting down", signal);
-      stop();
-    });
-  }
+  if (handle_signals) catch_signals();
   net::co_spawn(s.ioc, s.accept_loop(), net::detached);
   std::vector<std::thread> extra;
   for (int i = 1; i < s.ctx.config.io_threads; ++i) extra.emplace_back([&s] { s.ioc.run(); });

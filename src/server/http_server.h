@@ -23,6 +23,9 @@ class HttpServer {
   // Serves on config.io_threads threads (the caller's included) until stop(), or SIGINT/SIGTERM when
   // `handle_signals`. On stop: no new connections, in-flight requests cancelled, connections closed.
   void run(bool handle_signals);
+  // SIGINT/SIGTERM stop the server from now on (also before run(): a signal that arrives while the
+  // caller announces the port is not lost).
+  void catch_signals();
   void stop();  // thread-safe
 
  private:
