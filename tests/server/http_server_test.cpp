@@ -186,8 +186,6 @@ TEST_F(ServerTest, ErrorStatusesAndShapes) {
   r = call(port_, "GET", "/v1/nothing");
   EXPECT_EQ(r.status, 404);
   EXPECT_TRUE(r.json()["error"].contains("message"));
-  EXPECT_EQ(call(port_, "GET", "/v1/completions").status, 405);
-  EXPECT_EQ(call(port_, "DELETE", "/v1/models").status, 405);
   r = call(port_, "POST", "/v1/completions", "{\"prompt\": ");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.json()["error"]["type"], "invalid_request_error");
@@ -200,6 +198,17 @@ TEST_F(ServerTest, ErrorStatusesAndShapes) {
             "reduce the length of the input messages.");
   r = post("/v1/completions", {{"prompt", {1, 2, 999}}});
   EXPECT_EQ(r.status, 400);  // out of vocabulary
+}
+
+TEST_F(ServerTest, MethodNotAllowedNamesTheAllowedMethod) {
+  start(byte_ids("x"));
+  auto r = call(port_, "GET", "/v1/completions");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.allow, "POST");
+  EXPECT_EQ(r.json()["error"]["message"], "Method GET is not allowed on /v1/completions.");
+  r = call(port_, "DELETE", "/v1/models");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.allow, "GET");
 }
 
 TEST_F(ServerTest, ApiKeyProtectsV1Only) {

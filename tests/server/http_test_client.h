@@ -17,6 +17,7 @@ struct Reply {
   std::string content_type;
   std::string retry_after;
   std::string transfer_encoding;
+  std::string allow;
   std::string body;
   nlohmann::json json() const { return nlohmann::json::parse(body); }
 };
@@ -38,7 +39,7 @@ inline Reply send_request(boost::beast::tcp_stream& stream, const std::string& m
   auto& res = parser.get();
   return Reply{int(res.result_int()), std::string(res[http::field::content_type]),
                std::string(res[http::field::retry_after]), std::string(res[http::field::transfer_encoding]),
-               res.body()};
+               std::string(res[http::field::allow]), res.body()};
 }
 
 inline Reply call(int port, const std::string& method, const std::string& target, const std::string& body = "",
