@@ -63,9 +63,12 @@ struct HttpServer::Impl {
   std::list<std::weak_ptr<Connection>> connections;
   std::atomic<bool> stopped{false};
 
+  std::chrono::seconds write_timeout() const { return std::chrono::seconds(ctx.config.write_timeout_seconds); }
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<Connection> conn);
   net::awaitable<bool> write_response(Connection& conn, const HttpResponse& r, unsigned version, bool keep_alive);
+  net::awaitable<bool> write_stream_header(Connection& conn, unsigned version, bool keep_alive);
+  net::awaitable<bool> write_stream_part(Connection& conn, const std::string& bytes, bool chunked);
   net::awaitable<bool> run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
                                bool keep_alive);
   void stop_all();
@@ -166,7 +169,7 @@ net::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const Ht
   res.keep_alive(keep_alive);
   res.body() = r.body;
   res.prepare_payload();
-  conn.stream.expires_after(std::chrono::seconds(ctx.config.write_timeout_seconds));
+  conn.stream.expires_after(write_timeout());
   auto [ec, n] = co_await http::async_write(conn.stream, res, use_tuple);
   co_return !ec;
 }
@@ -229,6 +232,35 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
   stream.socket().close(ignored);
 }
 
+// The header of a streaming response. HTTP/1.0 has no chunked encoding: there the events go out raw and
+// the closing connection ends the body.
+net::awaitable<bool> HttpServer::Impl::write_stream_header(Connection& conn, unsigned version, bool keep_alive) {
+  http::response<http::empty_body> res{http::status::ok, version};
+  res.set(http::field::server, "dcuserve");
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  if (version >= 11) {
+    res.keep_alive(keep_alive);
+    res.chunked(true);
+  } else {
+    res.set(http::field::connection, "close");
+  }
+  http::response_serializer<http::empty_body> serializer{res};
+  conn.stream.expires_after(write_timeout());
+  auto [ec, n] = co_await http::async_write_header(conn.stream, serializer, use_tuple);
+  co_return !ec;
+}
+
+net::awaitable<bool> HttpServer::Impl::write_stream_part(Connection& conn, const std::string& bytes, bool chunked) {
+  conn.stream.expires_after(write_timeout());
+  if (!chunked) {
+    auto [ec, n] = co_await net::async_write(conn.stream, net::buffer(bytes), use_tuple);
+    co_return !ec;
+  }
+  auto [ec, n] = co_await net::async_write(conn.stream, http::make_chunk(net::buffer(bytes)), use_tuple);
+  co_return !ec;
+}
+
 // Runs one generation job on this connection. Returns false when the connection cannot be reused.
 net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
                                                 bool keep_alive) {
@@ -254,20 +286,10 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
     }
   } detach{conn};
 
-  const auto write_timeout = std::chrono::seconds(ctx.config.write_timeout_seconds);
+  const bool chunked = version >= 11;  // HTTP/1.0: the closing connection ends a stream
+  if (job->streaming() && !chunked) keep_alive = false;
   bool client_gone = false;
-  if (job->streaming()) {
-    http::response<http::empty_body> res{http::status::ok, version};
-    res.set(http::field::server, "dcuserve");
-    res.set(http::field::content_type, "text/event-stream");
-    res.set(http::field::cache_control, "no-cache");
-    res.keep_alive(keep_alive);
-    res.chunked(true);
-    http::response_serializer<http::empty_body> serializer{res};
-    stream.expires_after(write_timeout);
-    auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple);
-    client_gone = bool(ec);
-  }
+  if (job->streaming()) client_gone = !co_await write_stream_header(conn, version, keep_alive);
   // While waiting for the engine, a pending read on the socket notices a client that hangs up.
   bool watching = true;
   while (!client_gone && !job->done() && !conn.stopping) {
@@ -294,11 +316,7 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
     auto [index, event] = std::move(inbox->pending.front());
     inbox->pending.pop_front();
     std::string bytes = job->on_event(index, std::move(event));
-    if (job->streaming() && !bytes.empty()) {
-      stream.expires_after(write_timeout);
-      auto [ec, n] = co_await net::async_write(stream, http::make_chunk(net::buffer(bytes)), use_tuple);
-      client_gone = bool(ec);
-    }
+    if (job->streaming() && !bytes.empty()) client_gone = !co_await write_stream_part(conn, bytes, chunked);
   }
   if (client_gone || conn.stopping) {
     job->cancel();
@@ -306,11 +324,11 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
   }
   if (!job->streaming()) co_return co_await write_response(conn, job->response(), version, keep_alive);
   const std::string tail = job->stream_tail();
-  stream.expires_after(write_timeout);
-  auto [ec1, n1] = co_await net::async_write(stream, http::make_chunk(net::buffer(tail)), use_tuple);
-  if (ec1) co_return false;
-  auto [ec2, n2] = co_await net::async_write(stream, http::make_chunk_last(), use_tuple);
-  co_return !ec2 && keep_alive;
+  const bool written = co_await write_stream_part(conn, tail, chunked);
+  if (!written || !chunked) co_return false;
+  stream.expires_after(write_timeout());
+  auto [ec, n] = co_await net::async_write(stream, http::make_chunk_last(), use_tuple);
+  co_return !ec && keep_alive;
 }
 
 }  // namespace dcu::server

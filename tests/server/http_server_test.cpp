@@ -1,6 +1,8 @@
 // The server over real sockets on 127.0.0.1 (ephemeral port) against the FakeEngine.
 #include "server/http_server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -261,15 +263,41 @@ TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   }
 }
 
-// Opens a raw connection and sends a streaming request; returns the socket.
-net::ip::tcp::socket open_stream(net::io_context& ioc, int port, const json& body) {
+net::ip::tcp::socket connect_raw(net::io_context& ioc, int port) {
   net::ip::tcp::socket s(ioc);
   s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  const std::string text = body.dump();
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
-  net::write(s, net::buffer(req));
   return s;
+}
+
+// The bytes of a POST /v1/completions request.
+std::string completion_request(const std::string& body, const std::string& version = "1.1") {
+  return "POST /v1/completions HTTP/" + version + "\r\nHost: x\r\nContent-Type: application/json\r\n" +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Opens a raw connection and sends a completion request; returns the socket.
+net::ip::tcp::socket open_stream(net::io_context& ioc, int port, const json& body,
+                                 const std::string& version = "1.1") {
+  auto s = connect_raw(ioc, port);
+  net::write(s, net::buffer(completion_request(body.dump(), version)));
+  return s;
+}
+
+// Everything the server sends until it closes.
+std::string read_to_eof(net::ip::tcp::socket& s) {
+  std::string got;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (!ec) got.append(buf, s.read_some(net::buffer(buf), ec));
+  EXPECT_EQ(ec, net::error::eof) << ec.message();
+  return got;
+}
+
+std::string completion_text(const SseEvents& sse) {
+  std::string text;
+  for (const auto& e : sse.events)
+    if (!e["choices"].empty()) text += e["choices"][0]["text"].get<std::string>();
+  return text;
 }
 
 TEST_F(ServerTest, DisconnectMidStreamCancels) {
@@ -296,6 +324,25 @@ TEST_F(ServerTest, DisconnectBeforeFirstTokenCancels) {
   }
 }
 
+// HTTP/1.0 has no chunked encoding: the events come raw and the closing connection ends them.
+TEST_F(ServerTest, Http10StreamIsRawUntilClose) {
+  start(byte_ids("abc"));
+  net::io_context ioc;
+  auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 3}, {"stream", true}}, "1.0");
+  const std::string reply = read_to_eof(s);
+  const size_t end = reply.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << reply;
+  std::string head = reply.substr(0, end + 2);
+  std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+  EXPECT_EQ(head.rfind("http/1.0 200 ", 0), 0u) << head;
+  EXPECT_EQ(head.find("transfer-encoding"), std::string::npos) << head;
+  EXPECT_EQ(head.find("content-length"), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nconnection: close\r\n"), std::string::npos) << head;
+  const auto sse = split_sse(reply.substr(end + 4));
+  EXPECT_TRUE(sse.done);
+  EXPECT_EQ(completion_text(sse), "abc");
+}
+
 TEST_F(ServerTest, SixtyFourConcurrentStreams) {
   start(byte_ids("0123456789"));
   std::vector<std::future<std::string>> results;
@@ -303,9 +350,7 @@ TEST_F(ServerTest, SixtyFourConcurrentStreams) {
     results.push_back(std::async(std::launch::async, [this] {
       auto r = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 30}, {"stream", true}});
       auto sse = split_sse(r.body);
-      std::string text;
-      for (const auto& e : sse.events) text += e["choices"][0]["text"].get<std::string>();
-      return sse.done ? text : std::string("<no [DONE]>");
+      return sse.done ? completion_text(sse) : std::string("<no [DONE]>");
     }));
   for (auto& f : results) EXPECT_EQ(f.get(), "012345678901234567890123456789");
 }
