@@ -290,7 +290,7 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
   if (job->streaming() && !chunked) keep_alive = false;
   bool client_gone = false;
   if (job->streaming()) client_gone = !co_await write_stream_header(conn, version, keep_alive);
-  // While waiting for the engine, a pending read on the socket notices a client that hangs up.
+  // While waiting for the engine, a pending read on the socket notices a client that resets the connection.
   bool watching = true;
   while (!client_gone && !job->done() && !conn.stopping) {
     if (inbox->pending.empty()) {
@@ -301,10 +301,12 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
         auto which = co_await (inbox->wake.async_wait(use_tuple) ||
                                stream.socket().async_read_some(net::buffer(&probe, 1), use_tuple));
         if (which.index() == 1) {
+          // EOF: the client half-closed after its request (`nc -N`), which is no reason to cancel (one
+          // that really went away fails a later write). A byte: a pipelined request, which cannot go back
+          // into Beast's buffer (the client retries it on a new connection). Either way the connection
+          // closes after this response.
           auto [ec, n] = std::get<1>(which);
-          if (ec) client_gone = true;
-          // A pipelined request: its first byte cannot go back into Beast's buffer, so the connection
-          // closes after this response (the client retries on a new one).
+          client_gone = ec && ec != net::error::eof;
           watching = false;
           keep_alive = false;
         }
@@ -322,7 +324,11 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
     job->cancel();
     co_return false;
   }
-  if (!job->streaming()) co_return co_await write_response(conn, job->response(), version, keep_alive);
+  if (!job->streaming()) {
+    const HttpResponse response = job->response();
+    const bool written = co_await write_response(conn, response, version, keep_alive);
+    co_return written && keep_alive;
+  }
   const std::string tail = job->stream_tail();
   const bool written = co_await write_stream_part(conn, tail, chunked);
   if (!written || !chunked) co_return false;

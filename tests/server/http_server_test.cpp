@@ -293,6 +293,12 @@ std::string read_to_eof(net::ip::tcp::socket& s) {
   return got;
 }
 
+// Closes with a reset (SO_LINGER 0), as a client that aborts the connection.
+void abort_connection(net::ip::tcp::socket& s) {
+  s.set_option(net::socket_base::linger(true, 0));
+  s.close();
+}
+
 std::string completion_text(const SseEvents& sse) {
   std::string text;
   for (const auto& e : sse.events)
@@ -319,8 +325,31 @@ TEST_F(ServerTest, DisconnectBeforeFirstTokenCancels) {
     net::io_context ioc;
     auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
     ASSERT_TRUE(engine_->wait_submitted(stream ? 1 : 2));
-    s.close();
+    abort_connection(s);
     EXPECT_TRUE(engine_->wait_cancelled(stream ? 1 : 2)) << "stream=" << stream;
+  }
+}
+
+// A client that half-closes after its request (TCP FIN, as `nc -N` does) still gets the whole response;
+// then the server closes the connection.
+TEST_F(ServerTest, HalfClosedClientStillGetsTheResponse) {
+  start(byte_ids("abc"));
+  engine_->set_paused(true);  // the job is still running when the FIN arrives
+  size_t submitted = 0;
+  for (bool stream : {false, true}) {
+    net::io_context ioc;
+    auto s = open_stream(ioc, port_, {{"prompt", "x"}, {"max_tokens", 3}, {"stream", stream}});
+    ASSERT_TRUE(engine_->wait_submitted(++submitted));
+    s.shutdown(net::ip::tcp::socket::shutdown_send);
+    // Leaves the server time to see the FIN, which must not cancel.
+    EXPECT_FALSE(engine_->wait_cancelled(1, std::chrono::milliseconds(300))) << "stream=" << stream;
+    engine_->set_paused(false);
+    const auto r = read_reply(s);
+    engine_->set_paused(true);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(stream ? completion_text(split_sse(r.body)) : r.json()["choices"][0]["text"].get<std::string>(), "abc")
+        << "stream=" << stream;
+    EXPECT_EQ(read_to_eof(s), "");
   }
 }
 
