@@ -47,6 +47,26 @@ struct Connection {
   bool stopping = false;
 };
 
+// Closes a connection the client may still be sending on (the rest of an oversized body) after an error
+// response: closing with unread bytes would reset it, and the client would get EPIPE/ECONNRESET instead of
+// the response. As nginx's lingering close: half-close, then discard what arrives until the client closes,
+// within a byte and a time cap.
+constexpr size_t kLingerBytes = 64u << 20;
+constexpr auto kLingerTime = std::chrono::seconds(5);
+
+net::awaitable<void> linger_close(beast::tcp_stream& stream) {
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.expires_after(kLingerTime);
+  std::vector<char> discard(64 * 1024);
+  for (size_t total = 0; !ec && total < kLingerBytes;) {
+    size_t n;
+    std::tie(ec, n) = co_await stream.async_read_some(net::buffer(discard), use_tuple);
+    total += n;
+  }
+  stream.socket().close(ec);
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -67,6 +87,7 @@ struct HttpServer::Impl {
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<Connection> conn);
   net::awaitable<bool> write_response(Connection& conn, const HttpResponse& r, unsigned version, bool keep_alive);
+  net::awaitable<void> refuse(Connection& conn, const ApiError& error);
   net::awaitable<bool> write_stream_header(Connection& conn, unsigned version, bool keep_alive);
   net::awaitable<bool> write_stream_part(Connection& conn, const std::string& bytes, bool chunked);
   net::awaitable<bool> run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
@@ -174,6 +195,13 @@ net::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const Ht
   co_return !ec;
 }
 
+// Answers a request whose body is not read to its end, then closes the connection.
+net::awaitable<void> HttpServer::Impl::refuse(Connection& conn, const ApiError& error) {
+  const HttpResponse response = error_response(error);
+  const bool written = co_await write_response(conn, response, 11, false);
+  if (written) co_await linger_close(conn.stream);
+}
+
 net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn) {
   auto& stream = conn->stream;
   beast::flat_buffer buffer;
@@ -198,14 +226,13 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
       std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, use_tuple);
     }
     if (ec == http::error::body_limit) {
-      co_await write_response(*conn, error_response(payload_too_large(cfg.max_body_bytes)), 11, false);
+      co_await refuse(*conn, payload_too_large(cfg.max_body_bytes));
       break;
     }
     if (ec) {
       // A malformed request gets a 400; a closed or timed-out connection just ends.
       if (ec.category() == http::make_error_code(http::error::bad_method).category() && ec != http::error::end_of_stream)
-        co_await write_response(*conn, error_response(invalid_request("Malformed HTTP request: " + ec.message())), 11,
-                                false);
+        co_await refuse(*conn, invalid_request("Malformed HTTP request: " + ec.message()));
       break;
     }
     if (conn->stopping) break;

@@ -372,6 +372,21 @@ TEST_F(ServerTest, Http10StreamIsRawUntilClose) {
   EXPECT_EQ(completion_text(sse), "abc");
 }
 
+// Most clients send the whole body before reading (no Expect: 100-continue); one over the limit must then
+// read the 413, not fail its write because the server closed on unread bytes.
+TEST_F(ServerTest, OversizedBodyIsAnswered413AfterTheClientSentIt) {
+  start(byte_ids("x"));
+  net::io_context ioc;
+  auto s = connect_raw(ioc, port_);
+  boost::system::error_code ec;
+  net::write(s, net::buffer(completion_request(std::string(40u << 20, 'a'))), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const auto r = read_reply(s);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.json()["error"]["message"], "Request body exceeds the limit of 8192 bytes.");
+  EXPECT_EQ(r.json()["error"]["code"], 413);
+}
+
 TEST_F(ServerTest, SixtyFourConcurrentStreams) {
   start(byte_ids("0123456789"));
   std::vector<std::future<std::string>> results;
