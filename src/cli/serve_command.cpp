@@ -84,6 +84,7 @@ void run_serve(ServeArgs a) {
   server::ServerContext ctx{*engine, *text, metrics, cfg};
   auto http = std::make_unique<server::HttpServer>(ctx);
   const int port = http->listen();
+  http->catch_signals();  // before the line clients wait for
   log::info("serving {} (max_model_len {}) on http://{}:{}; start-up took {:.2f} s", cfg.served_model_names.front(),
             cfg.max_model_len, cfg.host, port,
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

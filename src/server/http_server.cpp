@@ -47,6 +47,26 @@ struct Connection {
   bool stopping = false;
 };
 
+// Closes a connection the client may still be sending on (the rest of an oversized body) after an error
+// response: closing with unread bytes would reset it, and the client would get EPIPE/ECONNRESET instead of
+// the response. As nginx's lingering close: half-close, then discard what arrives until the client closes,
+// within a byte and a time cap.
+constexpr size_t kLingerBytes = 64u << 20;
+constexpr auto kLingerTime = std::chrono::seconds(5);
+
+net::awaitable<void> linger_close(beast::tcp_stream& stream) {
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.expires_after(kLingerTime);
+  std::vector<char> discard(64 * 1024);
+  for (size_t total = 0; !ec && total < kLingerBytes;) {
+    size_t n;
+    std::tie(ec, n) = co_await stream.async_read_some(net::buffer(discard), use_tuple);
+    total += n;
+  }
+  stream.socket().close(ec);
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -62,10 +82,15 @@ struct HttpServer::Impl {
   std::mutex connections_mutex;
   std::list<std::weak_ptr<Connection>> connections;
   std::atomic<bool> stopped{false};
+  bool catching_signals = false;
 
+  std::chrono::seconds write_timeout() const { return std::chrono::seconds(ctx.config.write_timeout_seconds); }
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<Connection> conn);
   net::awaitable<bool> write_response(Connection& conn, const HttpResponse& r, unsigned version, bool keep_alive);
+  net::awaitable<void> refuse(Connection& conn, const ApiError& error);
+  net::awaitable<bool> write_stream_header(Connection& conn, unsigned version, bool keep_alive);
+  net::awaitable<bool> write_stream_part(Connection& conn, const std::string& bytes, bool chunked);
   net::awaitable<bool> run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
                                bool keep_alive);
   void stop_all();
@@ -94,18 +119,23 @@ HttpServer::~HttpServer() {
   }
 }
 
+void HttpServer::catch_signals() {
+  auto& s = *impl_;
+  if (s.catching_signals) return;
+  s.catching_signals = true;
+  s.signals.add(SIGINT);
+  s.signals.add(SIGTERM);
+  s.signals.async_wait([this](const beast::error_code& ec, int signal) {
+    if (ec) return;
+    log::info("signal {} received: shutting down", signal);
+    stop();
+  });
+}
+
 void HttpServer::run(bool handle_signals) {
   auto& s = *impl_;
   if (!s.acceptor.is_open()) listen();
-  if (handle_signals) {
-    s.signals.add(SIGINT);
-    s.signals.add(SIGTERM);
-    s.signals.async_wait([this](const beast::error_code& ec, int signal) {
-      if (ec) return;
-      log::info("signal {} received: shutting down", signal);
-      stop();
-    });
-  }
+  if (handle_signals) catch_signals();
   net::co_spawn(s.ioc, s.accept_loop(), net::detached);
   std::vector<std::thread> extra;
   for (int i = 1; i < s.ctx.config.io_threads; ++i) extra.emplace_back([&s] { s.ioc.run(); });
@@ -166,9 +196,16 @@ net::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const Ht
   res.keep_alive(keep_alive);
   res.body() = r.body;
   res.prepare_payload();
-  conn.stream.expires_after(std::chrono::seconds(ctx.config.write_timeout_seconds));
+  conn.stream.expires_after(write_timeout());
   auto [ec, n] = co_await http::async_write(conn.stream, res, use_tuple);
   co_return !ec;
+}
+
+// Answers a request whose body is not read to its end, then closes the connection.
+net::awaitable<void> HttpServer::Impl::refuse(Connection& conn, const ApiError& error) {
+  const HttpResponse response = error_response(error);
+  const bool written = co_await write_response(conn, response, 11, false);
+  if (written) co_await linger_close(conn.stream);
 }
 
 net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn) {
@@ -195,14 +232,13 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
       std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, use_tuple);
     }
     if (ec == http::error::body_limit) {
-      co_await write_response(*conn, error_response(payload_too_large(cfg.max_body_bytes)), 11, false);
+      co_await refuse(*conn, payload_too_large(cfg.max_body_bytes));
       break;
     }
     if (ec) {
       // A malformed request gets a 400; a closed or timed-out connection just ends.
       if (ec.category() == http::make_error_code(http::error::bad_method).category() && ec != http::error::end_of_stream)
-        co_await write_response(*conn, error_response(invalid_request("Malformed HTTP request: " + ec.message())), 11,
-                                false);
+        co_await refuse(*conn, invalid_request("Malformed HTTP request: " + ec.message()));
       break;
     }
     if (conn->stopping) break;
@@ -227,6 +263,35 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream.socket().close(ignored);
+}
+
+// The header of a streaming response. HTTP/1.0 has no chunked encoding: there the events go out raw and
+// the closing connection ends the body.
+net::awaitable<bool> HttpServer::Impl::write_stream_header(Connection& conn, unsigned version, bool keep_alive) {
+  http::response<http::empty_body> res{http::status::ok, version};
+  res.set(http::field::server, "dcuserve");
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  if (version >= 11) {
+    res.keep_alive(keep_alive);
+    res.chunked(true);
+  } else {
+    res.set(http::field::connection, "close");
+  }
+  http::response_serializer<http::empty_body> serializer{res};
+  conn.stream.expires_after(write_timeout());
+  auto [ec, n] = co_await http::async_write_header(conn.stream, serializer, use_tuple);
+  co_return !ec;
+}
+
+net::awaitable<bool> HttpServer::Impl::write_stream_part(Connection& conn, const std::string& bytes, bool chunked) {
+  conn.stream.expires_after(write_timeout());
+  if (!chunked) {
+    auto [ec, n] = co_await net::async_write(conn.stream, net::buffer(bytes), use_tuple);
+    co_return !ec;
+  }
+  auto [ec, n] = co_await net::async_write(conn.stream, http::make_chunk(net::buffer(bytes)), use_tuple);
+  co_return !ec;
 }
 
 // Runs one generation job on this connection. Returns false when the connection cannot be reused.
@@ -254,21 +319,11 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
     }
   } detach{conn};
 
-  const auto write_timeout = std::chrono::seconds(ctx.config.write_timeout_seconds);
+  const bool chunked = version >= 11;  // HTTP/1.0: the closing connection ends a stream
+  if (job->streaming() && !chunked) keep_alive = false;
   bool client_gone = false;
-  if (job->streaming()) {
-    http::response<http::empty_body> res{http::status::ok, version};
-    res.set(http::field::server, "dcuserve");
-    res.set(http::field::content_type, "text/event-stream");
-    res.set(http::field::cache_control, "no-cache");
-    res.keep_alive(keep_alive);
-    res.chunked(true);
-    http::response_serializer<http::empty_body> serializer{res};
-    stream.expires_after(write_timeout);
-    auto [ec, n] = co_await http::async_write_header(stream, serializer, use_tuple);
-    client_gone = bool(ec);
-  }
-  // While waiting for the engine, a pending read on the socket notices a client that hangs up.
+  if (job->streaming()) client_gone = !co_await write_stream_header(conn, version, keep_alive);
+  // While waiting for the engine, a pending read on the socket notices a client that resets the connection.
   bool watching = true;
   while (!client_gone && !job->done() && !conn.stopping) {
     if (inbox->pending.empty()) {
@@ -279,10 +334,12 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
         auto which = co_await (inbox->wake.async_wait(use_tuple) ||
                                stream.socket().async_read_some(net::buffer(&probe, 1), use_tuple));
         if (which.index() == 1) {
+          // EOF: the client half-closed after its request (`nc -N`), which is no reason to cancel (one
+          // that really went away fails a later write). A byte: a pipelined request, which cannot go back
+          // into Beast's buffer (the client retries it on a new connection). Either way the connection
+          // closes after this response.
           auto [ec, n] = std::get<1>(which);
-          if (ec) client_gone = true;
-          // A pipelined request: its first byte cannot go back into Beast's buffer, so the connection
-          // closes after this response (the client retries on a new one).
+          client_gone = ec && ec != net::error::eof;
           watching = false;
           keep_alive = false;
         }
@@ -294,23 +351,23 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
     auto [index, event] = std::move(inbox->pending.front());
     inbox->pending.pop_front();
     std::string bytes = job->on_event(index, std::move(event));
-    if (job->streaming() && !bytes.empty()) {
-      stream.expires_after(write_timeout);
-      auto [ec, n] = co_await net::async_write(stream, http::make_chunk(net::buffer(bytes)), use_tuple);
-      client_gone = bool(ec);
-    }
+    if (job->streaming() && !bytes.empty()) client_gone = !co_await write_stream_part(conn, bytes, chunked);
   }
   if (client_gone || conn.stopping) {
     job->cancel();
     co_return false;
   }
-  if (!job->streaming()) co_return co_await write_response(conn, job->response(), version, keep_alive);
+  if (!job->streaming()) {
+    const HttpResponse response = job->response();
+    const bool written = co_await write_response(conn, response, version, keep_alive);
+    co_return written && keep_alive;
+  }
   const std::string tail = job->stream_tail();
-  stream.expires_after(write_timeout);
-  auto [ec1, n1] = co_await net::async_write(stream, http::make_chunk(net::buffer(tail)), use_tuple);
-  if (ec1) co_return false;
-  auto [ec2, n2] = co_await net::async_write(stream, http::make_chunk_last(), use_tuple);
-  co_return !ec2 && keep_alive;
+  const bool written = co_await write_stream_part(conn, tail, chunked);
+  if (!written || !chunked) co_return false;
+  stream.expires_after(write_timeout());
+  auto [ec, n] = co_await net::async_write(stream, http::make_chunk_last(), use_tuple);
+  co_return !ec && keep_alive;
 }
 
 }  // namespace dcu::server

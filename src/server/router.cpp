@@ -65,7 +65,11 @@ Router::Result Router::dispatch(const HttpRequest& request) const {
   if (path.rfind("/v1/", 0) == 0 && !ctx_.config.api_key.empty() &&
       !same_secret(request.authorization, "Bearer " + ctx_.config.api_key))
     return error_response(unauthorized());
-  if (request.method != route->method) return error_response(method_not_allowed(request.method, path));
+  if (request.method != route->method) {
+    auto response = error_response(method_not_allowed(request.method, path));
+    response.headers.emplace_back("Allow", route->method);
+    return response;
+  }
 
   if (path == "/health") return HttpResponse{200, "application/json", "", {}};
   if (path == "/version") return json_response({{"version", DCUSERVE_VERSION}});

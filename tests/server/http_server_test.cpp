@@ -1,6 +1,8 @@
 // The server over real sockets on 127.0.0.1 (ephemeral port) against the FakeEngine.
 #include "server/http_server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -154,8 +156,6 @@ TEST_F(ServerTest, ErrorStatusesAndShapes) {
   r = call(port_, "GET", "/v1/nothing");
   EXPECT_EQ(r.status, 404);
   EXPECT_TRUE(r.json()["error"].contains("message"));
-  EXPECT_EQ(call(port_, "GET", "/v1/completions").status, 405);
-  EXPECT_EQ(call(port_, "DELETE", "/v1/models").status, 405);
   r = call(port_, "POST", "/v1/completions", "{\"prompt\": ");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.json()["error"]["type"], "invalid_request_error");
@@ -168,6 +168,17 @@ TEST_F(ServerTest, ErrorStatusesAndShapes) {
             "reduce the length of the input messages.");
   r = post("/v1/completions", {{"prompt", {1, 2, 999}}});
   EXPECT_EQ(r.status, 400);  // out of vocabulary
+}
+
+TEST_F(ServerTest, MethodNotAllowedNamesTheAllowedMethod) {
+  start(byte_ids("x"));
+  auto r = call(port_, "GET", "/v1/completions");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.allow, "POST");
+  EXPECT_EQ(r.json()["error"]["message"], "Method GET is not allowed on /v1/completions.");
+  r = call(port_, "DELETE", "/v1/models");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.allow, "GET");
 }
 
 TEST_F(ServerTest, ApiKeyProtectsV1Only) {
@@ -220,6 +231,23 @@ TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   }
 }
 
+// Everything the server sends until it closes.
+std::string read_to_eof(net::ip::tcp::socket& s) {
+  std::string got;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (!ec) got.append(buf, s.read_some(net::buffer(buf), ec));
+  EXPECT_EQ(ec, net::error::eof) << ec.message();
+  return got;
+}
+
+std::string completion_text(const SseEvents& sse) {
+  std::string text;
+  for (const auto& e : sse.events)
+    if (!e["choices"].empty()) text += e["choices"][0]["text"].get<std::string>();
+  return text;
+}
+
 TEST_F(ServerTest, DisconnectMidStreamCancels) {
   start(byte_ids("abcdefgh"));
   net::io_context ioc;
@@ -239,9 +267,66 @@ TEST_F(ServerTest, DisconnectBeforeFirstTokenCancels) {
     net::io_context ioc;
     auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 20}, {"stream", stream}});
     ASSERT_TRUE(engine_->wait_submitted(stream ? 1 : 2));
-    s.close();
+    abort_connection(s);
     EXPECT_TRUE(engine_->wait_cancelled(stream ? 1 : 2)) << "stream=" << stream;
   }
+}
+
+// A client that half-closes after its request (TCP FIN, as `nc -N` does) still gets the whole response;
+// then the server closes the connection.
+TEST_F(ServerTest, HalfClosedClientStillGetsTheResponse) {
+  start(byte_ids("abc"));
+  engine_->set_paused(true);  // the job is still running when the FIN arrives
+  size_t submitted = 0;
+  for (bool stream : {false, true}) {
+    net::io_context ioc;
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 3}, {"stream", stream}});
+    ASSERT_TRUE(engine_->wait_submitted(++submitted));
+    s.shutdown(net::ip::tcp::socket::shutdown_send);
+    // Leaves the server time to see the FIN, which must not cancel.
+    EXPECT_FALSE(engine_->wait_cancelled(1, std::chrono::milliseconds(300))) << "stream=" << stream;
+    engine_->set_paused(false);
+    const auto r = read_reply(s);
+    engine_->set_paused(true);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(stream ? completion_text(split_sse(r.body)) : r.json()["choices"][0]["text"].get<std::string>(), "abc")
+        << "stream=" << stream;
+    EXPECT_EQ(read_to_eof(s), "");
+  }
+}
+
+// HTTP/1.0 has no chunked encoding: the events come raw and the closing connection ends them.
+TEST_F(ServerTest, Http10StreamIsRawUntilClose) {
+  start(byte_ids("abc"));
+  net::io_context ioc;
+  auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 3}, {"stream", true}}, "1.0");
+  const std::string reply = read_to_eof(s);
+  const size_t end = reply.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << reply;
+  std::string head = reply.substr(0, end + 2);
+  std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+  EXPECT_EQ(head.rfind("http/1.0 200 ", 0), 0u) << head;
+  EXPECT_EQ(head.find("transfer-encoding"), std::string::npos) << head;
+  EXPECT_EQ(head.find("content-length"), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nconnection: close\r\n"), std::string::npos) << head;
+  const auto sse = split_sse(reply.substr(end + 4));
+  EXPECT_TRUE(sse.done);
+  EXPECT_EQ(completion_text(sse), "abc");
+}
+
+// Most clients send the whole body before reading (no Expect: 100-continue); one over the limit must then
+// read the 413, not fail its write because the server closed on unread bytes.
+TEST_F(ServerTest, OversizedBodyIsAnswered413AfterTheClientSentIt) {
+  start(byte_ids("x"));
+  net::io_context ioc;
+  auto s = connect_raw(ioc, port_);
+  boost::system::error_code ec;
+  net::write(s, net::buffer(completion_request(std::string(40u << 20, 'a'))), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const auto r = read_reply(s);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.json()["error"]["message"], "Request body exceeds the limit of 8192 bytes.");
+  EXPECT_EQ(r.json()["error"]["code"], 413);
 }
 
 TEST_F(ServerTest, SixtyFourConcurrentStreams) {
@@ -251,9 +336,7 @@ TEST_F(ServerTest, SixtyFourConcurrentStreams) {
     results.push_back(std::async(std::launch::async, [this] {
       auto r = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 30}, {"stream", true}});
       auto sse = split_sse(r.body);
-      std::string text;
-      for (const auto& e : sse.events) text += e["choices"][0]["text"].get<std::string>();
-      return sse.done ? text : std::string("<no [DONE]>");
+      return sse.done ? completion_text(sse) : std::string("<no [DONE]>");
     }));
   for (auto& f : results) EXPECT_EQ(f.get(), "012345678901234567890123456789");
 }

@@ -17,9 +17,24 @@ struct Reply {
   std::string content_type;
   std::string retry_after;
   std::string transfer_encoding;
+  std::string allow;
   std::string body;
   nlohmann::json json() const { return nlohmann::json::parse(body); }
 };
+
+// Reads one response from a socket or a Beast stream.
+template <typename SyncReadStream>
+Reply read_reply(SyncReadStream& stream) {
+  namespace http = boost::beast::http;
+  boost::beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64u << 20);
+  http::read(stream, buffer, parser);
+  auto& res = parser.get();
+  return Reply{int(res.result_int()), std::string(res[http::field::content_type]),
+               std::string(res[http::field::retry_after]), std::string(res[http::field::transfer_encoding]),
+               std::string(res[http::field::allow]), res.body()};
+}
 
 inline Reply send_request(boost::beast::tcp_stream& stream, const std::string& method, const std::string& target,
                           const std::string& body, const std::string& auth = "") {
@@ -31,14 +46,7 @@ inline Reply send_request(boost::beast::tcp_stream& stream, const std::string& m
   req.body() = body;
   req.prepare_payload();
   http::write(stream, req);
-  boost::beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64u << 20);
-  http::read(stream, buffer, parser);
-  auto& res = parser.get();
-  return Reply{int(res.result_int()), std::string(res[http::field::content_type]),
-               std::string(res[http::field::retry_after]), std::string(res[http::field::transfer_encoding]),
-               res.body()};
+  return read_reply(stream);
 }
 
 inline Reply call(int port, const std::string& method, const std::string& target, const std::string& body = "",

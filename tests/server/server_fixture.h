@@ -50,16 +50,31 @@ class ServerTest : public ::testing::Test {
   int port_ = 0;
 };
 
-// Opens a raw connection and sends a /v1/completions request (the caller reads or closes it).
-inline boost::asio::ip::tcp::socket open_completion(boost::asio::io_context& ioc, int port, const nlohmann::json& body) {
-  namespace net = boost::asio;
-  net::ip::tcp::socket s(ioc);
-  s.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  const std::string text = body.dump();
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
-  net::write(s, net::buffer(req));
+inline boost::asio::ip::tcp::socket connect_raw(boost::asio::io_context& ioc, int port) {
+  boost::asio::ip::tcp::socket s(ioc);
+  s.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
   return s;
+}
+
+// The bytes of a POST /v1/completions request.
+inline std::string completion_request(const std::string& body, const std::string& version = "1.1") {
+  return "POST /v1/completions HTTP/" + version + "\r\nHost: x\r\nContent-Type: application/json\r\n" +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Opens a raw connection and sends a /v1/completions request (the caller reads or closes it).
+inline boost::asio::ip::tcp::socket open_completion(boost::asio::io_context& ioc, int port, const nlohmann::json& body,
+                                                    const std::string& version = "1.1") {
+  auto s = connect_raw(ioc, port);
+  boost::asio::write(s, boost::asio::buffer(completion_request(body.dump(), version)));
+  return s;
+}
+
+// Closes with a reset (SO_LINGER 0), as a client that aborts the connection. A plain close() is a FIN,
+// which the server cannot tell from a half-close until it writes.
+inline void abort_connection(boost::asio::ip::tcp::socket& s) {
+  s.set_option(boost::asio::socket_base::linger(true, 0));
+  s.close();
 }
 
 }  // namespace dcu::server::testing
