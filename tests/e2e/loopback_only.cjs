@@ -1,11 +1,12 @@
 // Preloaded into client processes (`node --require loopback_only.cjs ...`) so that they can reach nothing but this
-// machine: every TCP connection to a host other than the loopback (127.0.0.0/8, ::1, localhost) and every UDP
-// datagram to one is refused before it leaves, and written as one JSON line to $DCUSERVE_E2E_NET_LOG, which the
+// machine: every TCP connection to a host other than the loopback (127.0.0.0/8, ::1, localhost), every UDP
+// datagram to one and every DNS lookup of another name is refused before it leaves, and written as one JSON line to $DCUSERVE_E2E_NET_LOG, which the
 // test then asserts is empty. Unix sockets and pipes pass. `fetch`, undici, http(s), tls and grpc all connect
 // through net.Socket.prototype.connect, so patching it covers them; children inherit the preload through execArgv.
 'use strict';
 const net = require('node:net');
 const dgram = require('node:dgram');
+const dns = require('node:dns');
 const fs = require('node:fs');
 
 const logFile = process.env.DCUSERVE_E2E_NET_LOG;
@@ -55,4 +56,21 @@ dgram.Socket.prototype.send = function guardedSend(...args) {
   record('udp', address, args[portIndex]);
   const cb = args.find((a) => typeof a === 'function');
   if (cb) process.nextTick(cb, new Error('loopback_only: datagram refused'));
+};
+
+// Name lookups of other hosts never reach a resolver either (a client that resolves before connecting).
+const lookup = dns.lookup;
+dns.lookup = function guardedLookup(hostname, ...rest) {
+  if (isLoopback(hostname)) return lookup.call(this, hostname, ...rest);
+  record('dns', hostname, undefined);
+  const cb = rest.find((a) => typeof a === 'function');
+  const err = Object.assign(new Error(`loopback_only: lookup of ${hostname} refused`), { code: 'ENOTFOUND' });
+  if (cb) process.nextTick(cb, err);
+  return {};
+};
+const promisesLookup = dns.promises.lookup;
+dns.promises.lookup = function guardedPromisesLookup(hostname, ...rest) {
+  if (isLoopback(hostname)) return promisesLookup.call(this, hostname, ...rest);
+  record('dns', hostname, undefined);
+  return Promise.reject(Object.assign(new Error(`loopback_only: lookup of ${hostname} refused`), { code: 'ENOTFOUND' }));
 };
