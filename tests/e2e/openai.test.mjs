@@ -6,6 +6,21 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { modelDir, startServer } from './server.mjs';
 
+// The F32 tensors of a safetensors file: {name: {data: Float32Array, cols}}.
+function readSafetensorsF32(file) {
+  const bytes = fs.readFileSync(file);
+  const headerLength = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8'));
+  const out = {};
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__' || t.dtype !== 'F32') continue;
+    const [begin, end] = t.data_offsets;
+    const raw = bytes.subarray(8 + headerLength + begin, 8 + headerLength + end);
+    out[name] = { data: new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length)), cols: t.shape[1] };
+  }
+  return out;
+}
+
 // Greedy answers of Hugging Face transformers (float32) for the demo model's chat prompts.
 const reference = JSON.parse(fs.readFileSync(path.join(modelDir, 'reference.json'), 'utf8'));
 
@@ -71,6 +86,31 @@ describe('dcuserve serve (no api key, qwen3 reasoning parser, hermes tools)', ()
     assert.equal(lp.token_logprobs[0], null);
     assert.equal(lp.tokens.length, r.usage.prompt_tokens + 1);
     for (const v of lp.token_logprobs.slice(1)) assert.ok(v <= 0);
+  });
+
+  test('prompt_logprobs equal the log-softmax of the reference prompt logits (transformers)', async () => {
+    const logits = readSafetensorsF32(path.join(modelDir, 'reference.safetensors'));
+    for (const [c, chat] of reference.chats.entries()) {
+      const rows = logits[`chat${c}.logits`];  // [prompt length, V]: row i predicts token i + 1
+      const r = await client.completions.create({
+        model: 'demo', prompt: chat.ids, max_tokens: 1, temperature: 0, prompt_logprobs: 2,
+      });
+      const p = r.choices[0].prompt_logprobs;
+      assert.equal(p.length, chat.ids.length);
+      assert.equal(p[0], null);
+      for (let i = 1; i < chat.ids.length; ++i) {
+        const row = rows.data.subarray((i - 1) * rows.cols, i * rows.cols);
+        const max = row.reduce((a, b) => Math.max(a, b), -Infinity);
+        const norm = max + Math.log(row.reduce((a, x) => a + Math.exp(x - max), 0));
+        const id = chat.ids[i];
+        const entry = p[i][String(id)];
+        assert.ok(Math.abs(entry.logprob - (row[id] - norm)) < 2e-3, `chat ${c} position ${i}: ${entry.logprob} vs ${row[id] - norm}`);
+        const higher = row.filter((x) => x > row[id]).length;
+        const near = row.filter((x) => Math.abs(x - row[id]) < 1e-3).length;  // ties within the tolerance
+        assert.ok(entry.rank >= 1 + higher - near && entry.rank <= 1 + higher + near, `rank ${entry.rank} vs ${1 + higher}`);
+        assert.equal(Object.keys(p[i]).length >= 2, true, 'the top 2 are listed beside the prompt token');
+      }
+    }
   });
 
   test('chat matches the reference, thinking split into reasoning_content', async () => {
