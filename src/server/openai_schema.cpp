@@ -272,7 +272,7 @@ ToolChoice parse_tool_choice(const json* v, bool have_tools) {
 
 }  // namespace
 
-nlohmann::ordered_json parse_json_body(std::string_view body) {
+nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth) {
   // nlohmann parses iteratively, but later recursive walks (dump, templates) must not see deep nesting.
   int depth = 0;
   bool in_string = false;
@@ -284,7 +284,7 @@ nlohmann::ordered_json parse_json_body(std::string_view body) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      if (++depth > 64) reject(std::nullopt, "JSON nesting deeper than 64 levels");
+      if (++depth > max_depth) reject(std::nullopt, "JSON nesting deeper than {} levels", max_depth);
     } else if (c == '}' || c == ']') {
       --depth;
     }

@@ -83,8 +83,9 @@ struct DetokenizeRequest {
   std::vector<int32_t> tokens;
 };
 
-// Parses a body as a JSON object (400 on malformed JSON, a non-object, or nesting deeper than 64).
-nlohmann::ordered_json parse_json_body(std::string_view body);
+// Parses a body as a JSON object (400 on malformed JSON, a non-object, or nesting deeper than
+// `max_depth`: the later recursive walks, dump and the chat template, must not run out of stack).
+nlohmann::ordered_json parse_json_body(std::string_view body, int max_depth = kDefaultMaxJsonDepth);
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, int max_logprobs);
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body, int max_logprobs);

@@ -80,7 +80,7 @@ Router::Result Router::dispatch(const HttpRequest& request) const {
   if (path == "/tokenize") return tokenize(request);
   if (path == "/detokenize") return detokenize(request);
 
-  const auto body = parse_json_body(request.body);
+  const auto body = parse_json_body(request.body, ctx_.config.max_json_depth);
   if (path == "/v1/completions") {
     auto parsed = parse_completion_request(body, ctx_.config.max_logprobs);
     check_model(parsed.common.model);
@@ -116,7 +116,7 @@ HttpResponse Router::model(const std::string& id) const {
 }
 
 HttpResponse Router::tokenize(const HttpRequest& request) const {
-  const auto parsed = parse_tokenize_request(parse_json_body(request.body));
+  const auto parsed = parse_tokenize_request(parse_json_body(request.body, ctx_.config.max_json_depth));
   check_model(parsed.model);
   const std::string text = parsed.chat ? render_chat_prompt(ctx_, *parsed.chat) : *parsed.prompt;
   const auto ids = ctx_.text.encode(text);
@@ -130,7 +130,7 @@ HttpResponse Router::tokenize(const HttpRequest& request) const {
 }
 
 HttpResponse Router::detokenize(const HttpRequest& request) const {
-  const auto parsed = parse_detokenize_request(parse_json_body(request.body));
+  const auto parsed = parse_detokenize_request(parse_json_body(request.body, ctx_.config.max_json_depth));
   check_model(parsed.model);
   for (int32_t id : parsed.tokens)
     if (id >= ctx_.text.vocab_size())

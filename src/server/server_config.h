@@ -11,6 +11,10 @@
 
 namespace dcu::server {
 
+// JSON nesting a request body may have. Agents' tool schemas nest 30-40 levels (two JSON levels each:
+// "properties" -> the property's schema), inside the request's own few.
+constexpr int kDefaultMaxJsonDepth = 256;
+
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8000;                       // 0: an ephemeral port (tests)
@@ -19,6 +23,7 @@ struct ServerConfig {
   std::string model_root;                // the model folder, shown as "root" in /v1/models
   int max_model_len = 0;
   size_t max_body_bytes = 32u << 20;
+  int max_json_depth = kDefaultMaxJsonDepth;
   int header_timeout_seconds = 30;       // to receive a request's header (and idle keep-alive)
   int body_timeout_seconds = 120;        // to receive its body
   int write_timeout_seconds = 60;        // for one write to the client

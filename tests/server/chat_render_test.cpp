@@ -82,5 +82,16 @@ TEST_F(ChatRender, EmptyArgumentsStringIsACallWithoutArguments) {
   EXPECT_EQ(render(call(R"("")")), render(call(R"("{}")")));
 }
 
+// An agent's tool schema nested 40 levels deep (80 JSON levels) reaches the template.
+TEST_F(ChatRender, DeeplyNestedToolSchemasAreAccepted) {
+  std::string schema = R"({"type": "string"})";
+  for (int level = 0; level < 40; ++level)
+    schema = R"({"type": "object", "properties": {"child": )" + schema + "}}";
+  const std::string body = R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function",
+      "function": {"name": "deep", "parameters": )" + schema + "}}]}";
+  const std::string rendered = render(body);
+  EXPECT_NE(rendered.find(R"("child": {"type": "string"})"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dcu::server

@@ -31,7 +31,10 @@ TEST(OpenAiSchema, MalformedJsonAndNonObjects) {
     EXPECT_EQ(e.status, 400) << body;
     EXPECT_EQ(e.type, "invalid_request_error");
   }
-  EXPECT_EQ(completion_error(std::string(100, '[') + std::string(100, ']')).status, 400);  // too deep
+  const std::string deep = R"({"prompt": )" + std::string(300, '[') + std::string(300, ']') + "}";
+  EXPECT_NE(completion_error(deep).message.find("deeper than 256"), std::string::npos);  // too deep
+  EXPECT_THROW(parse_json_body(R"({"a": [[[[1]]]]})", 4), ApiException);  // the limit is the caller's
+  EXPECT_NO_THROW(parse_json_body(R"({"a": [[[1]]]})", 4));
 }
 
 TEST(OpenAiSchema, CompletionFieldTypesAndRanges) {
