@@ -78,6 +78,7 @@ class ChatJob : public GenerationJob {
     for (int j = 0; j < p.n; ++j) {
       GenerationRequest r{ids, sampling};
       if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;
+      if (j > 0) r.sampling.prompt_logprobs = -1;  // the choices share the prompt: the first one computes them
       add_choice(0, std::move(r), ctx.text.open_stream(p.skip_special_tokens, p.stop));
       Output out;
       out.parser = ctx.text.open_chat_parser(parser);

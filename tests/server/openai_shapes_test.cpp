@@ -163,6 +163,16 @@ TEST_F(ServerTest, PromptLogprobsAndTokenIds) {
   EXPECT_TRUE(j["prompt_logprobs"][0].is_null());
   EXPECT_EQ(j["prompt_logprobs"][1].begin().value()["decoded_token"], "s");  // "user: q..." second token
 
+  // n choices share the prompt: only the first engine request computes its logprobs.
+  j = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "q"}}}}, {"max_tokens", 1},
+                                    {"prompt_logprobs", 0}, {"n", 2}})
+          .json();
+  EXPECT_TRUE(j["prompt_logprobs"].is_array());
+  const auto sent = engine_->submitted();
+  ASSERT_GE(sent.size(), 2u);
+  EXPECT_EQ(sent[sent.size() - 2].sampling.prompt_logprobs, 0);
+  EXPECT_EQ(sent.back().sampling.prompt_logprobs, -1);
+
   auto r = post("/v1/completions", {{"prompt", "ab"}, {"prompt_logprobs", 1}, {"stream", true}});
   EXPECT_EQ(r.status, 400);
 }
