@@ -45,7 +45,16 @@ TEST(OfflineBench, CountsAndTimesEveryCollectiveOfADecodeStep) {
 TEST(OfflineBench, OneRankHasNoCollectives) {
   const ModelConfig config = load_model_config(kTiny);
   auto backend = make_cpu_backend();
-  const BenchReport report = run_offline_bench(*backend, config, load_weights(kTiny, config, *backend), small_run());
+  BenchOptions o = small_run();
+  o.prompt_lens = {8, 24};
+  const BenchReport report = run_offline_bench(*backend, config, load_weights(kTiny, config, *backend), o);
+  // The prefill figure counts the causal attention: per token, 4 d per q head and attention layer for
+  // each of the (L + 1) / 2 positions it attends to on average, so it grows with the prompt.
+  ASSERT_EQ(report.prefill.size(), 2u);
+  const double per_position = 4.0 * config.head_dim * config.num_heads * config.num_full_attention_layers();
+  EXPECT_DOUBLE_EQ(report.prefill[0].attention_flops_per_token, per_position * 9 / 2);
+  EXPECT_DOUBLE_EQ(report.prefill[1].attention_flops_per_token, per_position * 25 / 2);
+  EXPECT_EQ(report.prefill[0].flops_per_token, report.prefill[1].flops_per_token);
   for (const DecodeResult& d : report.decode) {
     EXPECT_EQ(d.collectives_per_step, 0);
     EXPECT_EQ(d.collective_cost_s_per_step, 0.0);
