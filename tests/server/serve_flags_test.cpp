@@ -113,6 +113,8 @@ TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--dtype", "int3"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--reasoning-parser", "nope"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--gpu-memory-utilization", "1.5"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--max-json-depth", "4"}), CLI::ParseError);
+  EXPECT_TRUE(parse({"--model=models/dcuserve-demo", "--max-json-depth", "512"}));
   // Auto tool choice without a parser is refused before the engine starts.
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--tool-call-parser", "none", "--enable-auto-tool-choice"}), Error);
 }
