@@ -1,5 +1,6 @@
 #pragma once
-// Element types and the scalar conversions between them (bf16/f16 <-> f32).
+// Element types and the scalar conversions between them (bf16/f16 <-> f32). I8 and U8 hold quantized
+// weights (backend/linear.h), never activations.
 
 #include <cstdint>
 #include <cstring>
@@ -7,7 +8,7 @@
 
 namespace dcu {
 
-enum class DType : uint8_t { F32, F16, BF16, I32 };
+enum class DType : uint8_t { F32, F16, BF16, I32, I8, U8 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
@@ -15,6 +16,8 @@ constexpr size_t dtype_size(DType t) {
     case DType::I32: return 4;
     case DType::F16: return 2;
     case DType::BF16: return 2;
+    case DType::I8: return 1;
+    case DType::U8: return 1;
   }
   return 0;
 }
@@ -25,6 +28,8 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::I32: return "I32";
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
+    case DType::I8: return "I8";
+    case DType::U8: return "U8";
   }
   return "?";
 }
@@ -99,6 +104,8 @@ inline float load_as_f32(const void* data, DType t, size_t i) {
     case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
     case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
     case DType::I32: return float(static_cast<const int32_t*>(data)[i]);
+    case DType::I8: return float(static_cast<const int8_t*>(data)[i]);
+    case DType::U8: return float(static_cast<const uint8_t*>(data)[i]);
   }
   return 0.f;
 }

@@ -21,6 +21,8 @@ std::optional<DType> parse_dtype(const std::string& s) {
   if (s == "F16") return DType::F16;
   if (s == "BF16") return DType::BF16;
   if (s == "I32") return DType::I32;
+  if (s == "I8") return DType::I8;
+  if (s == "U8") return DType::U8;
   return std::nullopt;
 }
 
