@@ -1,7 +1,9 @@
 #pragma once
 // The op table every backend implements. Model code calls these and never asks which device it runs
 // on. Ops are destination-passing: the caller owns every output and scratch tensor; ops never
-// allocate. Activations are f32; weights may be BF16, F16 or F32 (read as f32, accumulated in f32).
+// allocate. Activations are f32; tables and small parameters may be BF16, F16 or F32 (read as f32);
+// matmul weights are a Linear (backend/linear.h): dense BF16/F16/F32 or int8/int4 codes with scales,
+// accumulated in f32 either way.
 //
 // Shape letters: T tokens in the step, H hidden, K/N matmul in/out, nh/nkv attention heads, d head
 // dim, Hk/Hv GDN key/value heads, dk/dv their dims, C = 2*Hk*dk + Hv*dv conv channels, Kc conv taps.
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "backend/batch_layout.h"
+#include "backend/linear.h"
 #include "core/tensor.h"
 
 namespace dcu {
@@ -87,31 +90,31 @@ class Backend {
   // x += y, then out = rms_norm(x) as above: the residual add fused with the next norm.
   // x, y, out [R, n] (out must not alias x or y); w [n]
   virtual void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
-  // y = x . w^T.   x [T, K] f32, w [N, K], y [T, N] f32
-  virtual void matmul(const Tensor& x, const Tensor& w, Tensor y) = 0;
+  // y = x . w^T.   x [T, K] f32, w [N, K] (any format), y [T, N] f32
+  virtual void matmul(const Tensor& x, const Linear& w, Tensor y) = 0;
   // The projections that read the same activations, ys[i] = x . ws[i]^T, as few passes over x and
-  // launches as the backend manages (GPUs: one). ws[i] [N_i, K] of one dtype, ys[i] [T, N_i]; at most
+  // launches as the backend manages (GPUs: one per format). ws[i] [N_i, K], ys[i] [T, N_i]; at most
   // kMaxMatmulGroup of them. The default runs matmul on each.
-  virtual void matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys);
+  virtual void matmul_group(const Tensor& x, std::span<const Linear> ws, std::span<const Tensor> ys);
   // The MLP's first half: out = silu(x . gate_w^T) * (x . up_w^T). gate, up [T, I] are scratch for
   // the two products (a backend that fuses the steps may leave them untouched); out [T, I] may alias
   // gate. The default runs matmul_group and swiglu.
-  virtual void gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
+  virtual void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
                               Tensor out);
   // Decode steps with the norms folded into the matmuls. Whether the three ops below run for T token
-  // rows (default: never); the model runner then keeps the residual stream out of separate norm ops:
-  // the projections that produce a residual delta add it in place, and those that read the normed
-  // residual normalise it as they read it.
-  virtual bool fuses_norms(int64_t T) const { return false; }
+  // rows of weights in `format` (default: never); the model runner then keeps the residual stream out
+  // of separate norm ops: the projections that produce a residual delta add it in place, and those
+  // that read the normed residual normalise it as they read it.
+  virtual bool fuses_norms(int64_t T, WeightFormat format) const { return false; }
   // matmul_group of n = rms_norm(x) (1 + norm_w) (the zero-centred norm), n never written.
   // x [T, K] (the residual stream), norm_w [K]; ws, ys as in matmul_group.
-  virtual void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Tensor> ws,
+  virtual void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
                                  std::span<const Tensor> ys);
   // out = silu(n . gate_w^T) * (n . up_w^T) for n as above.   out [T, I]
-  virtual void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_w,
-                                   const Tensor& up_w, Tensor out);
+  virtual void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Linear& gate_w,
+                                   const Linear& up_w, Tensor out);
   // y += x . w^T.   x [T, K], w [N, K], y [T, N]
-  virtual void matmul_accumulate(const Tensor& x, const Tensor& w, Tensor y);
+  virtual void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y);
   // x += y, elementwise.   x, y [n] f32
   virtual void add(Tensor x, const Tensor& y) = 0;
   // out = silu(gate) * up.   gate, up, out [T, I]

@@ -9,27 +9,18 @@
 //   Int8: W[n, k] = scales[n, k / group] * q[n, k],  q signed int8, weight [N, K] I8.
 //   Int4: W[n, k] = scales[n, k / group] * (q[n, k] - z),  q in 0..15, z = zeros[n, k / group] (U8)
 //         or 8 when zeros is empty (symmetric). weight [N, K / 2] U8: each run of 8 k is one 32-bit
-//         word whose byte j holds k = 8w + j in its low nibble and k = 8w + j + 4 in its high nibble,
-//         so that masking the word with 0x0F0F0F0F (or shifting it by 4 first) gives four codes of
-//         consecutive k, one per byte.
+//         little-endian word whose nibble j (bits 4j..4j+3) holds k = 8w + 2j and nibble j + 4 holds
+//         k = 8w + 2j + 1 (j < 4): even k in the low half-word, odd k in the high one, so that
+//         (word >> 4j) & 0x000F000F puts the codes of k and k + 1 in the two 16-bit halves, which
+//         becomes a pair of f16 / bf16 values with one more OR (the GPU kernels).
 
 #include <cstdint>
 #include <string_view>
 
 #include "core/tensor.h"
+#include "core/weight_format.h"
 
 namespace dcu {
-
-enum class WeightFormat : uint8_t { Dense, Int8, Int4 };
-
-constexpr std::string_view weight_format_name(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::Dense: return "dense";
-    case WeightFormat::Int8: return "int8";
-    case WeightFormat::Int4: return "int4";
-  }
-  return "?";
-}
 
 struct Linear {
   WeightFormat format = WeightFormat::Dense;
@@ -56,17 +47,22 @@ struct Linear {
   Linear slice_rows(int64_t begin, int64_t count) const;
 };
 
-// The canonical Int4 byte of codes q[8w + j] (low nibble) and q[8w + j + 4] (high nibble): packs one
-// row of K codes (0..15) into K / 2 bytes.
+// The nibble of a canonical Int4 word that holds k % 8 (the layout above).
+constexpr int int4_nibble(int64_t k) { return int(k % 2) * 4 + int(k % 8) / 2; }
+
+// Packs one row of K codes (0..15) into K / 2 bytes of the canonical Int4 layout.
 inline void pack_int4_row(const uint8_t* q, int64_t K, uint8_t* out) {
-  for (int64_t w = 0; w < K / 8; ++w)
-    for (int j = 0; j < 4; ++j) out[4 * w + j] = uint8_t((q[8 * w + j] & 0xF) | (q[8 * w + j + 4] & 0xF) << 4);
+  for (int64_t i = 0; i < K / 2; ++i) out[i] = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    const int nibble = int4_nibble(k);
+    out[(k / 8) * 4 + nibble / 2] |= uint8_t((q[k] & 0xF) << (4 * (nibble % 2)));
+  }
 }
 
 // The code of column k of a packed Int4 row.
 inline uint8_t int4_code(const uint8_t* packed_row, int64_t k) {
-  const uint8_t byte = packed_row[(k / 8) * 4 + k % 4];
-  return (k % 8) < 4 ? byte & 0xF : byte >> 4;
+  const int nibble = int4_nibble(k);
+  return (packed_row[(k / 8) * 4 + nibble / 2] >> (4 * (nibble % 2))) & 0xF;
 }
 
 // Checks that `w` is one of the layouts above (shapes, dtypes, group); throws dcu::Error naming `what`.

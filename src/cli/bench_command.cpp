@@ -15,12 +15,14 @@
 #include "engine/cache_plan.h"
 #include "engine/device.h"
 #include "engine/offline_bench.h"
+#include "model/quantize.h"
 
 namespace dcu {
 namespace {
 
 struct BenchArgs {
   std::string model, random_weights, device = "auto", dtype = "auto", matmul_precision = "high";
+  std::string quantization = "none";
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
   int decode_steps = 8, repeats = 3, tensor_parallel_size = 1;
   uint64_t seed = 0;
@@ -80,6 +82,7 @@ void run_bench(const BenchArgs& a) {
   }
   // --dtype float16: f16 weight matrices (converted while loading, or generated so).
   const std::optional<DType> weight_dtype = a.dtype == "float16" ? std::optional(DType::F16) : std::nullopt;
+  const WeightFormat quantize = load_time_quantization(a.quantization);
   std::vector<BenchRank> ranks(static_cast<size_t>(tp));
   for (int r = 0; r < tp; ++r) {
     const ShardPlan plan = shard_plan(config, r, tp);
@@ -87,8 +90,8 @@ void run_bench(const BenchArgs& a) {
     ranks[size_t(r)].comm = tp > 1 ? comms[size_t(r)].get() : nullptr;
     ranks[size_t(r)].weights =
         a.random_weights.empty()
-            ? load_weights(dir, config, *raw[size_t(r)], plan, {}, weight_dtype)
-            : random_weights(config, *raw[size_t(r)], weight_dtype.value_or(DType::BF16), a.seed, plan);
+            ? load_weights(dir, config, *raw[size_t(r)], plan, {}, {weight_dtype, quantize})
+            : random_weights(config, *raw[size_t(r)], weight_dtype.value_or(DType::BF16), a.seed, plan, {}, quantize);
   }
   BenchOptions o;
   o.prompt_lens = parse_list(a.prompt_lens, "--prompt-len");
@@ -133,6 +136,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
+  cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember({"none", "int8", "int4"}));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--prompt-len", args->prompt_lens, "Prefill lengths, comma separated");

@@ -18,4 +18,9 @@ inline constexpr const char* kMatmulPrecisionHelp =
     "high | medium (GPU, 16-bit --dtype: tensor-core matmuls take the activations as hi + lo 16-bit parts, "
     "or rounded to one: faster prefill, the precision of vLLM and llama.cpp)";
 
+// --quantization, shared by serve, generate and bench.
+inline constexpr const char* kQuantizationHelp =
+    "none | int8 | int4: quantize a 16-bit checkpoint's matrices while loading (symmetric, one scale per 128 "
+    "inputs of a row), halving or quartering the bytes each token reads";
+
 }  // namespace dcu

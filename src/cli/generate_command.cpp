@@ -23,6 +23,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, device = "auto", dtype = "auto", matmul_precision = "high";
+  std::string quantization = "none";
   int max_tokens = 64;
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = -1;
@@ -69,6 +70,7 @@ void run_generate(const GenerateArgs& a) {
   opts.device = a.device;
   opts.dtype = a.dtype;
   opts.matmul_precision = a.matmul_precision;
+  opts.quantization = a.quantization;
   opts.max_num_seqs = 1;
   opts.max_model_len = a.max_model_len;
   opts.tensor_parallel_size = a.tensor_parallel_size;
@@ -148,6 +150,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
+  cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember({"none", "int8", "int4"}));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,

@@ -13,6 +13,7 @@
 #include "cli/model_path.h"
 #include "engine/cache_plan.h"
 #include "model/config.h"
+#include "model/quantize.h"
 #include "model/safetensors.h"
 #include "model/sharding.h"
 
@@ -23,6 +24,24 @@ struct InfoArgs {
   std::string model, random_weights;
   int max_model_len = 0;
 };
+
+// What each --quantization makes of a 16-bit checkpoint: its bytes, the bytes a decode step reads
+// (every matrix; the embedding is only gathered), and one GPU's share at each tensor-parallel size.
+void print_quantization_choices(const ModelConfig& c) {
+  const std::vector<int> sizes = valid_tensor_parallel_sizes(c, 8);
+  std::printf("--quantization       weights     read per token   per GPU at --tensor-parallel-size %s\n",
+              fmt::format("{}", fmt::join(sizes, " / ")).c_str());
+  const double table = 2.0 * double(c.vocab_size) * double(c.hidden_size);
+  for (const char* flag : {"none", "int8", "int4"}) {
+    const WeightFormat f = load_time_quantization(flag);
+    const double bytes = weight_bytes(c, f);
+    const double read = bytes - table + (f == WeightFormat::Dense && c.tie_word_embeddings ? table : 0.0);
+    std::vector<std::string> shares;
+    for (int n : sizes) shares.push_back(format_bytes(bytes / n));
+    std::printf("  %-18s %-11s %-16s %s\n", f == WeightFormat::Dense ? "none (16-bit)" : flag,
+                format_bytes(bytes).c_str(), format_bytes(read).c_str(), fmt::format("{}", fmt::join(shares, " / ")).c_str());
+  }
+}
 
 void print_model(const ModelConfig& c, const std::string& source, double weight_bytes, int max_model_len) {
   std::printf("model:               %s\n", source.c_str());
@@ -46,6 +65,7 @@ void print_model(const ModelConfig& c, const std::string& source, double weight_
   std::printf("GDN state per seq:   %s (f32)\n", format_bytes(state).c_str());
   std::printf("one sequence of %d tokens: %s (bf16 KV) + weights\n", max_model_len,
               format_bytes(state + kv16 * max_model_len).c_str());
+  print_quantization_choices(c);
 }
 
 void run_info(const InfoArgs& a) {

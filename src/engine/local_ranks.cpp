@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "engine/cache_plan.h"
 #include "engine/device.h"
+#include "model/quantize.h"
 
 namespace dcu {
 namespace {
@@ -83,7 +84,7 @@ std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o,
 
 // Fails before loading when one GPU's share of the weights cannot fit, saying what would.
 void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const std::vector<std::unique_ptr<Backend>>& backends) {
-  const double weight_bytes = double(config.parameter_count()) * 2.0;  // bf16/f16 checkpoints
+  const double weight_bytes = dcu::weight_bytes(config, load_time_quantization(o.quantization));
   const int tp = o.tensor_parallel_size;
   for (size_t r = 0; r < backends.size(); ++r) {
     auto gpu = gpu_info(*backends[r], int(r));
@@ -202,10 +203,11 @@ void LocalRanks::load_weights() {
       rank_bytes = total;
     };
     const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
+    const WeightFormat quantize = load_time_quantization(o.quantization);
     weights_.push_back(o.random_weights
-                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)], progress)
+                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)], progress, quantize)
                            : dcu::load_weights(o.model_dir, config_, backend, plans_[size_t(r)], progress,
-                                               weight_dtype_for(o.dtype)));
+                                               {weight_dtype_for(o.dtype), quantize}));
     bytes += rank_bytes;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

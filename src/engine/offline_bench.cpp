@@ -77,14 +77,16 @@ class BenchCommunicator final : public Communicator {
 }  // namespace
 
 double weight_bytes_per_step(const ModelConfig& config, const ModelWeights& w) {
-  double total = tensor_bytes(w.final_norm) + tensor_bytes(w.lm_head);
+  auto matrix = [](const Linear& m) { return m.empty() ? 0.0 : double(m.bytes()); };
+  double total = tensor_bytes(w.final_norm) + matrix(w.lm_head);
   for (const auto& L : w.layers) {
-    total += tensor_bytes(L.input_norm) + tensor_bytes(L.post_norm) + tensor_bytes(L.mlp.gate_proj) +
-             tensor_bytes(L.mlp.up_proj) + tensor_bytes(L.mlp.down_proj);
-    for (const Tensor* t : {&L.attn.q_proj, &L.attn.k_proj, &L.attn.v_proj, &L.attn.o_proj, &L.attn.q_norm,
-                            &L.attn.k_norm, &L.gdn.in_proj_qkv, &L.gdn.in_proj_z, &L.gdn.in_proj_a, &L.gdn.in_proj_b,
-                            &L.gdn.conv1d, &L.gdn.dt_bias, &L.gdn.A_log, &L.gdn.norm, &L.gdn.out_proj})
+    for (const Tensor* t : {&L.input_norm, &L.post_norm, &L.attn.q_norm, &L.attn.k_norm, &L.gdn.conv1d,
+                            &L.gdn.dt_bias, &L.gdn.A_log, &L.gdn.norm})
       total += tensor_bytes(*t);
+    for (const Linear* m : {&L.mlp.gate_proj, &L.mlp.up_proj, &L.mlp.down_proj, &L.attn.q_proj, &L.attn.k_proj,
+                            &L.attn.v_proj, &L.attn.o_proj, &L.gdn.in_proj_qkv, &L.gdn.in_proj_z, &L.gdn.in_proj_a,
+                            &L.gdn.in_proj_b, &L.gdn.out_proj})
+      total += matrix(*m);
   }
   return total;
 }

@@ -259,7 +259,7 @@ Tensor ModelRunner::forward(int T, int R) {
   // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's); on a
   // backend that folds norms into its matmuls (decode steps, nobody observing the normed rows)
   // neither is an op of its own: see project_input and project_output.
-  fold_norms_ = !observer_ && backend_.fuses_norms(T);
+  fold_norms_ = !observer_ && backend_.fuses_norms(T, weights_.layers[0].mlp.gate_proj.format);
   Tensor normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
   const float eps = c.rms_norm_eps;
   if (!fold_norms_) backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);
@@ -284,7 +284,8 @@ Tensor ModelRunner::forward(int T, int R) {
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
   if (fold_norms_ && !comm_) {
     Tensor logits = rows_of(a.logits, R);
-    const Tensor head[] = {weights_.lm_head}, out[] = {logits};
+    const Linear head[] = {weights_.lm_head};
+    const Tensor out[] = {logits};
     backend_.norm_matmul_group(selected, weights_.final_norm, eps, head, out);
     return logits;
   }
@@ -337,7 +338,7 @@ void ModelRunner::attention_layer(int layer, int T) {
   Tensor qg = rows_of(a.qg, T), q = rows_of(a.q, T), gate = rows_of(a.gate, T);
   Tensor k = rows_of(a.k, T), v = rows_of(a.v, T), attn = rows_of(a.attn, T);
   const int64_t kv_width = int64_t(c.num_kv_heads) * c.head_dim;
-  const Tensor projections[] = {w.q_proj, w.k_proj, w.v_proj};
+  const Linear projections[] = {w.q_proj, w.k_proj, w.v_proj};
   const Tensor outputs[] = {qg.reshaped({T, int64_t(c.num_heads) * 2 * c.head_dim}), k.reshaped({T, kv_width}),
                             v.reshaped({T, kv_width})};
   project_input(weights_.layers[size_t(layer)].input_norm, T, projections, outputs);
@@ -358,7 +359,7 @@ void ModelRunner::gdn_layer(int layer, int T) {
   Tensor mixed = rows_of(a.mixed, T), conv_out = rows_of(a.conv_out, T), z = rows_of(a.z, T);
   Tensor ga = rows_of(a.a, T), gb = rows_of(a.b, T), g = rows_of(a.g, T), beta = rows_of(a.beta, T);
   Tensor core = rows_of(a.core, T), core_normed = rows_of(a.core_normed, T);
-  const Tensor projections[] = {w.in_proj_qkv, w.in_proj_z, w.in_proj_a, w.in_proj_b};
+  const Linear projections[] = {w.in_proj_qkv, w.in_proj_z, w.in_proj_a, w.in_proj_b};
   const Tensor outputs[] = {mixed, z, ga, gb};
   project_input(weights_.layers[size_t(layer)].input_norm, T, projections, outputs);
   GdnState& state = cache_.state(layer);
@@ -387,7 +388,7 @@ void ModelRunner::mlp(int layer, int T) {
 
 // The projections that read the layer's normed residual stream: from `normed`, or from the stream itself
 // through the norm when the backend folds it in.
-void ModelRunner::project_input(const Tensor& norm_w, int T, std::span<const Tensor> ws, std::span<const Tensor> ys) {
+void ModelRunner::project_input(const Tensor& norm_w, int T, std::span<const Linear> ws, std::span<const Tensor> ys) {
   if (fold_norms_) backend_.norm_matmul_group(rows_of(act_->hidden, T), norm_w, local_.rms_norm_eps, ws, ys);
   else backend_.matmul_group(rows_of(act_->normed, T), ws, ys);
 }
@@ -396,7 +397,7 @@ void ModelRunner::project_input(const Tensor& norm_w, int T, std::span<const Ten
 // after the all-reduce), or added to the stream in place. Under tensor parallelism rank 0 adds its
 // partial sum to its copy of the stream and the other ranks replace theirs with their partial sums, so
 // that the all-reduce leaves stream + every partial sum on every rank.
-void ModelRunner::project_output(const Tensor& x, const Tensor& w, int T) {
+void ModelRunner::project_output(const Tensor& x, const Linear& w, int T) {
   if (!fold_norms_) {
     backend_.matmul(x, w, rows_of(act_->mixer_out, T));
     return;

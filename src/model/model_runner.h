@@ -82,8 +82,8 @@ class ModelRunner {
   void attention_layer(int layer, int T);
   void gdn_layer(int layer, int T);
   void mlp(int layer, int T);
-  void project_input(const Tensor& norm_w, int T, std::span<const Tensor> ws, std::span<const Tensor> ys);
-  void project_output(const Tensor& x, const Tensor& w, int T);
+  void project_input(const Tensor& norm_w, int T, std::span<const Linear> ws, std::span<const Tensor> ys);
+  void project_output(const Tensor& x, const Linear& w, int T);
   void observe(const std::string& name, const Tensor& t) const;
   void all_reduce(Tensor t) {
     if (comm_) comm_->all_reduce_sum(t);

@@ -1,12 +1,14 @@
 // Maps checkpoint tensor names to ModelWeights, checking every shape and dtype.
 
 #include <atomic>
+#include <variant>
 #include <cstring>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/mapped_file.h"
+#include "model/quantize.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 
@@ -57,12 +59,19 @@ struct Slice {
   bool whole() const { return rows.empty() && col_count < 0; }
 };
 
-// One expected tensor: where it goes, the shape it must have in the file and this rank's slice.
+// One expected tensor: where it goes (a plain tensor, or a matrix the matmuls read), the shape it must
+// have in the file and this rank's slice.
 struct Expected {
   std::string name;  // without the "model.language_model." / "model." prefix for text weights
-  Tensor* slot;
+  std::variant<Tensor*, Linear*> slot;
   std::vector<int64_t> shape;
   Slice slice = {};
+
+  bool is_matrix() const { return std::holds_alternative<Linear*>(slot); }
+  void place(const Tensor& t) const {
+    if (is_matrix()) *std::get<Linear*>(slot) = Linear(t);
+    else *std::get<Tensor*>(slot) = t;
+  }
 };
 
 Slice row_slice(int64_t begin, int64_t count) { return Slice{{{begin, count}}}; }
@@ -85,7 +94,9 @@ std::vector<int64_t> local_shape(const Expected& e) {
   return shape;
 }
 
-std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, const ShardPlan& p) {
+// quantized_head: a tied lm_head gets its own (quantized) copy of the embedding rows.
+std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, const ShardPlan& p,
+                                       bool quantized_head) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const bool tp = p.sharded();
   const Slice all;
@@ -94,6 +105,7 @@ std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, co
   e.push_back({"embed_tokens.weight", &w.embed_tokens, {V, H}, vocab});
   e.push_back({"norm.weight", &w.final_norm, {H}});
   if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", &w.lm_head, {V, H}, vocab});
+  else if (quantized_head) e.push_back({"embed_tokens.weight", &w.lm_head, {V, H}, vocab});
   w.layers.resize(size_t(c.num_layers));
   for (int i = 0; i < c.num_layers; ++i) {
     LayerWeights& L = w.layers[size_t(i)];
@@ -238,10 +250,11 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
 }
 
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
-                          const ShardPlan& shard, const LoadProgress& progress, std::optional<DType> matrix_dtype) {
+                          const ShardPlan& shard, const LoadProgress& progress, const WeightOptions& options) {
   Checkpoint ckpt = Checkpoint::open(model_dir);
   ModelWeights w;
-  std::vector<Expected> expected = expected_tensors(config, w, shard);
+  const bool quantize = options.quantize != WeightFormat::Dense;
+  std::vector<Expected> expected = expected_tensors(config, w, shard, quantize);
 
   // Text weights are "model.language_model.*" (Qwen3_5ForConditionalGeneration) or "model.*"
   // (Qwen3_5ForCausalLM); lm_head is top level.
@@ -279,7 +292,23 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     void* data = const_cast<void*>(t->data);
     DType dtype = *t->dtype;
     const bool one_row_range = e.slice.col_count < 0 && e.slice.rows.size() <= 1;
-    if (matrix_dtype == DType::F16 && dtype == DType::BF16 && shape.size() >= 2) {
+    if (quantize && e.is_matrix() && !keeps_16_bit(e.name)) {
+      if (dtype != DType::BF16 && dtype != DType::F16 && dtype != DType::F32)
+        fail("{}: tensor {} is {}; --quantization {} quantizes 16- or 32-bit matrices", *t->file, e.name,
+             t->dtype_name, weight_format_name(options.quantize));
+      std::vector<char> gathered;
+      const char* rows = static_cast<const char*>(t->data);
+      if (!one_row_range) rows = (gathered = gather_slice(e, t->data, dtype)).data();
+      else if (!e.slice.rows.empty()) rows += (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
+      HostLinear host = make_host_linear(options.quantize, shape[0], shape[1], e.name);
+      quantize_rows(rows, dtype, 0, shape[0], host);
+      *std::get<Linear*>(e.slot) = upload_linear(host, backend, [&](size_t bytes) { return buffers->allocate(bytes); });
+      copied = true;
+      done += slice_bytes[i];
+      if (progress) progress(done, total);
+      continue;
+    }
+    if (options.matrix_dtype == DType::F16 && dtype == DType::BF16 && shape.size() >= 2) {
       std::vector<char> host = e.slice.whole() ? std::vector<char>(static_cast<const char*>(t->data),
                                                                    static_cast<const char*>(t->data) + t->bytes)
                                                : gather_slice(e, t->data, dtype);
@@ -301,11 +330,11 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       backend.upload(data, host.data(), host.size());
       copied = true;
     }
-    *e.slot = view_of(data, dtype, shape);
+    e.place(view_of(data, dtype, shape));
     done += slice_bytes[i];
     if (progress) progress(done, total);
   }
-  if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  if (config.tie_word_embeddings && !quantize) w.lm_head = w.embed_tokens;
   squeeze_conv_weights(w);
 
   size_t mtp = 0, visual = 0;
@@ -329,9 +358,10 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
 }
 
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
-                            const ShardPlan& shard, const LoadProgress& progress) {
+                            const ShardPlan& shard, const LoadProgress& progress, WeightFormat quantize) {
   ModelWeights w;
-  std::vector<Expected> expected = expected_tensors(config, w, shard);
+  const bool quantizing = quantize != WeightFormat::Dense;
+  std::vector<Expected> expected = expected_tensors(config, w, shard, quantizing);
   // Small parameter vectors stay f32 as in the real checkpoints; matrices take `dtype`.
   auto dtype_of = [dtype](const Expected& e) { return e.shape.size() == 1 ? DType::F32 : dtype; };
   size_t total = 0, done = 0;
@@ -357,12 +387,31 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
     const DType t = dtype_of(e);
     const bool plain_norm = e.name.find("linear_attn.norm") != std::string::npos;
     const bool a_log = e.name.find("A_log") != std::string::npos;
-    void* data = buffers->allocate(numel * dtype_size(t));
+    // The values' stream is the tensor's (a tied lm_head's quantized copy draws the embedding's).
+    size_t first = 0;
+    while (expected[first].name != e.name) ++first;
+    const uint64_t stream = seed * 0x9E3779B97F4A7C15ull + first;
     constexpr size_t kChunk = 1 << 22;
+    if (quantizing && e.is_matrix() && !keeps_16_bit(e.name)) {  // whole rows at a time
+      HostLinear host = make_host_linear(quantize, shape[0], shape[1], e.name);
+      const int64_t chunk_rows = std::max<int64_t>(1, int64_t(kChunk) / local_cols);
+      for (int64_t row0 = 0; row0 < shape[0]; row0 += chunk_rows) {
+        const int64_t count = std::min(chunk_rows, shape[0] - row0);
+        const size_t begin = size_t(row0 * local_cols), n = size_t(count * local_cols);
+        full.resize(n);
+#pragma omp parallel for schedule(static)
+        for (size_t k = 0; k < n; ++k) full[k] = random_value(stream, global_index(begin + k), plain_norm, a_log);
+        quantize_rows(full.data(), DType::F32, row0, count, host);
+        done += n * dtype_size(t);
+        if (progress) progress(done, total);
+      }
+      *std::get<Linear*>(e.slot) = upload_linear(host, backend, [&](size_t bytes) { return buffers->allocate(bytes); });
+      continue;
+    }
+    void* data = buffers->allocate(numel * dtype_size(t));
     for (size_t begin = 0; begin < numel; begin += kChunk) {
       const size_t n = std::min(kChunk, numel - begin);
       char* dst = static_cast<char*>(data) + begin * dtype_size(t);
-      const uint64_t stream = seed * 0x9E3779B97F4A7C15ull + i;
       if (t == DType::F32) {
         full.resize(n);
 #pragma omp parallel for schedule(static)
@@ -380,9 +429,9 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
       done += n * dtype_size(t);
       if (progress) progress(done, total);
     }
-    *e.slot = view_of(data, t, shape);
+    e.place(view_of(data, t, shape));
   }
-  if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  if (config.tie_word_embeddings && !quantizing) w.lm_head = w.embed_tokens;
   squeeze_conv_weights(w);
   w.storage = buffers;
   return w;

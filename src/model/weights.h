@@ -1,6 +1,7 @@
 #pragma once
 // The Qwen3.5 text model's weights as tensors in one backend's memory. Names follow the checkpoint
-// (research/qwen35-spec.md §2); shapes use H hidden, I intermediate, V vocab.
+// (research/qwen35-spec.md §2); shapes use H hidden, I intermediate, V vocab. The matrices the
+// matmuls read are Linear (dense or quantized); tables, norms and the conv taps are plain tensors.
 
 #include <functional>
 #include <optional>
@@ -15,30 +16,30 @@
 namespace dcu {
 
 struct AttentionWeights {
-  Tensor q_proj;  // [nh * 2d, H]  per head: d query rows, then d gate rows
-  Tensor k_proj;  // [nkv * d, H]
-  Tensor v_proj;  // [nkv * d, H]
-  Tensor o_proj;  // [H, nh * d]
+  Linear q_proj;  // [nh * 2d, H]  per head: d query rows, then d gate rows
+  Linear k_proj;  // [nkv * d, H]
+  Linear v_proj;  // [nkv * d, H]
+  Linear o_proj;  // [H, nh * d]
   Tensor q_norm;  // [d]  zero-centered
   Tensor k_norm;  // [d]  zero-centered
 };
 
 struct GdnWeights {
-  Tensor in_proj_qkv;  // [C, H]  rows q | k | v
-  Tensor in_proj_z;    // [Hv * dv, H]
-  Tensor in_proj_a;    // [Hv, H]
-  Tensor in_proj_b;    // [Hv, H]
+  Linear in_proj_qkv;  // [C, H]  rows q | k | v
+  Linear in_proj_z;    // [Hv * dv, H]
+  Linear in_proj_a;    // [Hv, H]
+  Linear in_proj_b;    // [Hv, H]
   Tensor conv1d;       // [C, Kc]  (stored [C, 1, Kc])
   Tensor dt_bias;      // [Hv]
   Tensor A_log;        // [Hv]
   Tensor norm;         // [dv]  plain weight
-  Tensor out_proj;     // [H, Hv * dv]
+  Linear out_proj;     // [H, Hv * dv]
 };
 
 struct MlpWeights {
-  Tensor gate_proj;  // [I, H]
-  Tensor up_proj;    // [I, H]
-  Tensor down_proj;  // [H, I]
+  Linear gate_proj;  // [I, H]
+  Linear up_proj;    // [I, H]
+  Linear down_proj;  // [H, I]
 };
 
 struct LayerWeights {
@@ -59,13 +60,23 @@ class WeightStorage {
 struct ModelWeights {
   Tensor embed_tokens;  // [V, H]
   Tensor final_norm;    // [H] zero-centered
-  Tensor lm_head;       // [V, H] (the embedding when tied)
+  Linear lm_head;       // [V, H] (the embedding when tied and not quantized)
   std::vector<LayerWeights> layers;
   std::shared_ptr<WeightStorage> storage;
 };
 
 // Reports loading progress (bytes done, bytes total); called from the loading thread.
 using LoadProgress = std::function<void(size_t done, size_t total)>;
+
+// How the loader stores the matrices.
+struct WeightOptions {
+  // F16 converts BF16 weight matrices to F16 while loading (gfx906 has a fast f16 dot and no bf16
+  // arithmetic); a matrix with a value beyond f16's range becomes F32 instead, with a warning.
+  std::optional<DType> matrix_dtype;
+  // Int8 / Int4: the 16-bit matrices quantized while loading (model/quantize.h), lm_head included
+  // (a tied one gets its own quantized copy of the embedding, which stays 16-bit for the lookup).
+  WeightFormat quantize = WeightFormat::Dense;
+};
 
 // Loads a Hugging Face model folder onto `backend`. The CPU backend reads the mapped files in place
 // (every page is read once while loading, so that `progress` and load times mean what they say);
@@ -75,16 +86,16 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
 // One tensor-parallel rank's share (`shard`): only its slices are read from the mapped files. On the
 // CPU backend a contiguous row slice stays a view of the file; column and multi-segment slices
 // (row-parallel projections, the q|k|v sections of in_proj_qkv and conv1d) are copied.
-// `matrix_dtype` F16 converts BF16 weight matrices to F16 while loading (gfx906 has a fast f16 dot
-// and no bf16 arithmetic); a matrix with a value beyond f16's range becomes F32 instead, with a warning.
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const ShardPlan& shard, const LoadProgress& progress = {},
-                          std::optional<DType> matrix_dtype = std::nullopt);
+                          const WeightOptions& options = {});
 
 // Random weights with the shapes of `config` (benchmarks and tests that need no files).
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed);
-// One rank's share of the same random weights: every element has the value it has at one rank.
+// One rank's share of the same random weights: every element has the value it has at one rank
+// (before quantization, which each rank applies to its slice).
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
-                            const ShardPlan& shard, const LoadProgress& progress = {});
+                            const ShardPlan& shard, const LoadProgress& progress = {},
+                            WeightFormat quantize = WeightFormat::Dense);
 
 }  // namespace dcu

@@ -80,6 +80,48 @@ double matmul_us(Backend& be, int64_t T, const Weights& w, int iters) {
   return time_us(be, [&](int i) { be.matmul(x.t, w[i], y.t); }, iters);
 }
 
+// Copies of one quantized [N, K] matrix (zero codes, unit scales), >= 512 MB in all.
+struct QuantizedWeights {
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<Linear> copies;
+  QuantizedWeights(Backend& be, int64_t N, int64_t K, WeightFormat f, int64_t group) {
+    const int64_t code_cols = f == WeightFormat::Int8 ? K : K / 2;
+    const int n = int(std::max(1.0, std::ceil(512e6 / (double(N) * double(code_cols)))));
+    for (int i = 0; i < n; ++i) {
+      Linear w;
+      w.format = f, w.in_features = K, w.group = group;
+      buffers.push_back(std::make_unique<Buffer>(be, f == WeightFormat::Int8 ? DType::I8 : DType::U8,
+                                                 std::initializer_list<int64_t>{N, code_cols}));
+      w.weight = buffers.back()->t;
+      buffers.push_back(std::make_unique<Buffer>(be, DType::F32, std::initializer_list<int64_t>{N, K / group}));
+      w.scales = buffers.back()->t;
+      copies.push_back(w);
+    }
+  }
+};
+
+// The quantized decode matmuls on the 27B shapes: bytes read (codes, scales, activations), time,
+// bandwidth and what gfx906's 1,024 GB/s would take for the same bytes. `path` names the kernel the
+// backend's mode picks (the GEMV in the f32 mode, which gfx906 runs too; tensor cores in CUDA's bf16 mode).
+void quantized_matmul_table(Backend& be, double copy_bw, const char* path) {
+  std::printf("\n## Decode matmul, quantized weights, f32 activations: %s\n\n", path);
+  std::printf("| shape [N, K] | what | format | T | weight MB | time us | GB/s | of copy bw | Z100 us at 1024 GB/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const Shape& s : kShapes27B)
+    for (auto [f, group] : {std::pair{WeightFormat::Int8, s.K}, std::pair{WeightFormat::Int4, int64_t(128)}}) {
+      const QuantizedWeights w(be, s.N, s.K, f, group);
+      for (int64_t T : {1, 4, 8, 16}) {
+        Buffer x(be, DType::F32, {T, s.K}), y(be, DType::F32, {T, s.N});
+        const double us = time_us(be, [&](int i) { be.matmul(x.t, w.copies[size_t(i) % w.copies.size()], y.t); },
+                                  s.N > 100000 ? 20 : 100);
+        const double weight = double(w.copies[0].bytes()), bytes = weight + 4.0 * T * (s.K + s.N);
+        std::printf("| [%ld, %ld] | %s | %s | %ld | %.1f | %.1f | %.0f | %.0f%% | %.1f |\n", long(s.N), long(s.K), s.name,
+                    std::string(weight_format_name(f)).c_str(), long(T), weight / 1e6, us, bytes / us / 1e3,
+                    100.0 * bytes / us / 1e3 / (copy_bw / 1e9), bytes / 1024e9 * 1e6);
+      }
+    }
+}
+
 void matmul_tables(Backend& exact, Backend& fast, double copy_bw) {
   std::printf("\n## Decode matmul (GEMV), BF16 weights, f32 activations\n\n");
   std::printf("| shape [N, K] | what | T | weight MB | time us | GB/s | of copy bw | Z100 us at 1024 GB/s |\n");
@@ -280,7 +322,8 @@ int main(int argc, char** argv) {
   using namespace dcu;
   using namespace dcu::testing;
   const int device = argc > 1 ? std::atoi(argv[1]) : 0;
-  const std::string only = argc > 2 ? argv[2] : "";  // "sampling", "attention", "delta", "decode": that table only
+  // "sampling", "attention", "delta", "decode", "quantized": that table only
+  const std::string only = argc > 2 ? argv[2] : "";
   if (list_gpu_devices().size() <= size_t(device)) {
     std::printf("no GPU %d\n", device);
     return 1;
@@ -300,6 +343,12 @@ int main(int argc, char** argv) {
     delta_rule_tables(*exact);
     return 0;
   }
+  if (only == "quantized") {
+    const double bw = copy_bandwidth(*exact);
+    quantized_matmul_table(*exact, bw, "GEMV (f32 mode)");
+    quantized_matmul_table(*fast, bw, "tensor cores (bf16 mode)");
+    return 0;
+  }
   if (only == "decode") {
     decode_paths_table(device, copy_bandwidth(*exact));
     return 0;
@@ -307,6 +356,8 @@ int main(int argc, char** argv) {
   const double bw = copy_bandwidth(*exact);
   std::printf("\ncopy bandwidth (read + write, 1 GiB cudaMemcpy D2D): %.0f GB/s\n", bw / 1e9);
   matmul_tables(*exact, *fast, bw);
+  quantized_matmul_table(*exact, bw, "GEMV (f32 mode)");
+  quantized_matmul_table(*fast, bw, "tensor cores (bf16 mode)");
   attention_tables(*exact, bw);
   delta_rule_tables(*exact);
   step_sum(*exact, *exact);

@@ -172,7 +172,8 @@ TEST_P(GpuOps, MatmulGroup) {
         ys.emplace_back(DType::F32, std::initializer_list<int64_t>{c.T, N});
         dws.emplace_back(*be, ws.back()), dys.emplace_back(*be, ys.back());
       }
-      std::vector<Tensor> w_views, y_views;
+      std::vector<Linear> w_views;
+      std::vector<Tensor> y_views;
       for (size_t i = 0; i < c.N.size(); ++i) w_views.push_back(dws[i].t), y_views.push_back(dys[i].t);
       be->matmul_group(dx.t, w_views, y_views);
       for (size_t i = 0; i < c.N.size(); ++i) {
@@ -226,7 +227,7 @@ TEST_P(GpuOps, NormsFoldedIntoMatmuls) {
   for (const char* mode : {"float32", "bfloat16"}) {
     auto be = make_gpu_backend(0, gpu_options_for_dtype(mode, GetParam()));
     for (const Case& c : cases) {
-      if (!be->fuses_norms(c.T)) continue;  // the bf16 mode's GEMV takes 2 rows
+      if (!be->fuses_norms(c.T, WeightFormat::Dense)) continue;  // the bf16 mode's GEMV takes 2 rows
       const std::string what = std::string(mode) + " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K);
       HostTensor x(DType::F32, {c.T, c.K}), nw(c.norm, {c.K}), normed(DType::F32, {c.T, c.K});
       HostTensor w(c.w, {c.N, c.K}), up_w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N});
@@ -235,7 +236,8 @@ TEST_P(GpuOps, NormsFoldedIntoMatmuls) {
       acc.random(rng);
       DeviceTensor dx(*be, x), dnw(*be, nw), dw(*be, w), dup_w(*be, up_w), dy(*be, y), dacc(*be, acc);
       cpu::rms_norm(x.t, nw.t, 1e-6f, true, normed.t);
-      const Tensor ws[] = {dw.t}, ys[] = {dy.t};
+      const Linear ws[] = {dw.t};
+      const Tensor ys[] = {dy.t};
       be->norm_matmul_group(dx.t, dnw.t, 1e-6f, ws, ys);
       cpu::matmul(normed.t, w.t, y.t);
       EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w)) << what << " norm_matmul_group";

@@ -37,6 +37,8 @@ struct HostTensor {
       case DType::F16: t.as<uint16_t>()[i] = f32_to_f16(v); break;
       case DType::BF16: t.as<uint16_t>()[i] = f32_to_bf16(v); break;
       case DType::I32: t.as<int32_t>()[i] = int32_t(v); break;
+      case DType::I8: t.as<int8_t>()[i] = int8_t(v); break;
+      case DType::U8: t.as<uint8_t>()[i] = uint8_t(v); break;
     }
   }
   float get(int64_t i) const { return load_as_f32(t.data, t.dtype, size_t(i)); }

@@ -93,9 +93,9 @@ TEST(CheckpointVariants, Bf16MatricesConvertedToF16WhileLoading) {
   auto backend = make_cpu_backend();
   const std::string dir = kModel.string();
   ModelConfig config = load_model_config(dir);
-  ModelWeights w = load_weights(dir, config, *backend, shard_plan(config, 0, 1), {}, DType::F16);
-  EXPECT_EQ(w.layers[0].mlp.up_proj.dtype, DType::F16);
-  EXPECT_EQ(w.layers[3].attn.q_proj.dtype, DType::F16);
+  ModelWeights w = load_weights(dir, config, *backend, shard_plan(config, 0, 1), {}, {DType::F16});
+  EXPECT_EQ(w.layers[0].mlp.up_proj.weight.dtype, DType::F16);
+  EXPECT_EQ(w.layers[3].attn.q_proj.weight.dtype, DType::F16);
   EXPECT_EQ(w.layers[0].input_norm.dtype, DType::BF16);  // vectors stay as stored
   EXPECT_EQ(w.layers[0].gdn.A_log.dtype, DType::F32);
   // The same logits as the reference, within the rounding of f16 for the smallest weights.
@@ -131,10 +131,10 @@ TEST(CheckpointVariants, MatrixBeyondF16RangeStaysF32) {
   }
   auto backend = make_cpu_backend();
   ModelConfig config = load_model_config(dir.string());
-  ModelWeights w = load_weights(dir.string(), config, *backend, shard_plan(config, 0, 1), {}, DType::F16);
-  EXPECT_EQ(w.layers[0].mlp.up_proj.dtype, DType::F32);
-  EXPECT_FLOAT_EQ(w.layers[0].mlp.up_proj.as<float>()[0], bf16_to_f32(f32_to_bf16(1e5f)));  // 99840, kept exactly
-  EXPECT_EQ(w.layers[0].mlp.gate_proj.dtype, DType::F16);
+  ModelWeights w = load_weights(dir.string(), config, *backend, shard_plan(config, 0, 1), {}, {DType::F16});
+  EXPECT_EQ(w.layers[0].mlp.up_proj.weight.dtype, DType::F32);
+  EXPECT_FLOAT_EQ(w.layers[0].mlp.up_proj.weight.as<float>()[0], bf16_to_f32(f32_to_bf16(1e5f)));  // 99840, kept exactly
+  EXPECT_EQ(w.layers[0].mlp.gate_proj.weight.dtype, DType::F16);
   fs::remove_all(dir);
 }
 

@@ -44,7 +44,7 @@ class CpuBackend : public Backend {
   void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
     cpu::add_rms_norm(x, y, w, eps, unit_offset, out);
   }
-  void matmul(const Tensor& x, const Tensor& w, Tensor y) override { cpu::matmul(x, w, y); }
+  void matmul(const Tensor& x, const Linear& w, Tensor y) override { cpu::matmul(x, w, y); }
   void add(Tensor x, const Tensor& y) override { cpu::add(x, y); }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { cpu::swiglu(gate, up, out); }
   void sigmoid_mul(Tensor x, const Tensor& gate) override { cpu::sigmoid_mul(x, gate); }

@@ -1,7 +1,10 @@
 // y = x . w^T with f32 activations and BF16/F16/F32 weights. Each weight row is read once per call and
 // shared by up to kRowBlock token rows; AVX2+FMA+F16C when available, portable code otherwise.
+// Quantized weights (int8, int4) are dequantized a pair of rows at a time into f32 and take the same
+// dot products: the reference every GPU kernel is tested against, exact but for the f32 sums' order.
 
 #include <algorithm>
+#include <vector>
 
 #include <immintrin.h>
 
@@ -118,16 +121,61 @@ void matmul_typed(const float* x, const W* w, DType t, float* y, int64_t T, int6
   }
 }
 
+// Row n of a quantized w as f32 (Linear's formulas), K values.
+void dequantize_row(const Linear& w, int64_t n, float* out) {
+  const int64_t K = w.in_features, G = w.group, groups = w.groups_per_row();
+  const float* scales = w.scales.as<float>() + n * groups;
+  if (w.format == WeightFormat::Int8) {
+    const int8_t* q = w.weight.as<int8_t>() + n * K;
+    for (int64_t k = 0; k < K; ++k) out[k] = scales[k / G] * float(q[k]);
+    return;
+  }
+  const uint8_t* packed = w.weight.as<uint8_t>() + n * (K / 2);
+  const uint8_t* zeros = w.zeros.empty() ? nullptr : w.zeros.as<uint8_t>() + n * groups;
+  for (int64_t k = 0; k < K; ++k) {
+    const int z = zeros ? zeros[k / G] : 8;
+    out[k] = scales[k / G] * float(int(int4_code(packed, k)) - z);
+  }
+}
+
+void matmul_quantized(const float* x, const Linear& w, float* y, int64_t T) {
+  const int64_t K = w.in_features, N = w.rows(), pairs = (N + 1) / 2;
+#pragma omp parallel if (T * N * K >= kParallelWork)
+  {
+    std::vector<float> rows(size_t(2 * K));
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < pairs; ++p) {
+      const int64_t n = 2 * p;
+      const bool pair = n + 1 < N;
+      dequantize_row(w, n, rows.data());
+      if (pair) dequantize_row(w, n + 1, rows.data() + K);
+      for (int64_t r0 = 0; r0 < T; r0 += kRowBlock) {
+        const int nrows = int(std::min<int64_t>(kRowBlock, T - r0));
+        float acc[2][kRowBlock];
+        if (pair) dot_rows_pair(rows.data(), rows.data() + K, DType::F32, x + r0 * K, K, nrows, K, acc);
+        else dot_rows(rows.data(), DType::F32, x + r0 * K, K, nrows, K, acc[0]);
+        for (int r = 0; r < nrows; ++r) {
+          y[(r0 + r) * N + n] = acc[0][r];
+          if (pair) y[(r0 + r) * N + n + 1] = acc[1][r];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
-void matmul(const Tensor& x, const Tensor& w, Tensor y) {
+void matmul(const Tensor& x, const Linear& w, Tensor y) {
   const int64_t T = x.rows(), K = x.cols(), N = w.rows();
   DCU_CHECK(x.dtype == DType::F32 && y.dtype == DType::F32);
   DCU_CHECK(w.cols() == K && y.rows() == T && y.cols() == N);
-  if (w.dtype == DType::F32)
-    matmul_typed(x.as<float>(), w.as<float>(), w.dtype, y.as<float>(), T, K, N);
+  const Tensor& d = w.weight;
+  if (w.quantized())
+    matmul_quantized(x.as<float>(), w, y.as<float>(), T);
+  else if (d.dtype == DType::F32)
+    matmul_typed(x.as<float>(), d.as<float>(), d.dtype, y.as<float>(), T, K, N);
   else
-    matmul_typed(x.as<float>(), w.as<uint16_t>(), w.dtype, y.as<float>(), T, K, N);
+    matmul_typed(x.as<float>(), d.as<uint16_t>(), d.dtype, y.as<float>(), T, K, N);
 }
 
 }  // namespace dcu::cpu

@@ -30,7 +30,7 @@ namespace {
 
 using gpu::Launch;
 
-class GpuBackend final : public Backend, private gpu::Scratch {
+class GpuBackend final : public Backend {
  public:
   GpuBackend(int device, const GpuBackendOptions& options) : device_(device) {
     int count = 0;
@@ -84,7 +84,6 @@ class GpuBackend final : public Backend, private gpu::Scratch {
 #elif defined(DCUSERVE_ROCBLAS)
     if (blas_) (void)rocblas_destroy_handle(static_cast<rocblas_handle>(blas_));
 #endif
-    if (scratch_) (void)gpuFree(scratch_);
     (void)gpuStreamDestroy(stream_);
   }
 
@@ -184,39 +183,50 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     gpu::launch_add_rms_norm(launch(), x.as<float>(), y.as<float>(), w.data, w.dtype, eps, unit_offset,
                              out.as<float>(), x.rows(), x.cols());
   }
-  void matmul(const Tensor& x, const Tensor& w, Tensor y) override {
-    const int64_t T = x.rows(), K = x.cols(), N = w.rows();
-    DCU_CHECK(f32(x) && f32(y) && w.cols() == K && y.rows() == T && y.cols() == N);
-    gpu::launch_matmul(launch(), {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, N}, *this);
+  void matmul(const Tensor& x, const Linear& w, Tensor y) override {
+    const Linear ws[] = {w};
+    const Tensor ys[] = {y};
+    matmul_group(x, ws, ys);
   }
-  void matmul_group(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) override {
-    gpu::launch_matmul_group(launch(), matmul_args(x, ws, ys).data(), int(ws.size()), *this);
+  void matmul_group(const Tensor& x, std::span<const Linear> ws, std::span<const Tensor> ys) override {
+    const auto args = matmul_args(x, ws, ys);
+    for_each_kernel_group(args, int(ws.size()), [&](const gpu::MatmulArgs* group, int count) {
+      gpu::launch_matmul_group(launch(), group, count, scratch_);
+    });
   }
-  void gate_up_swiglu(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, Tensor gate, Tensor up,
+  void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
                       Tensor out) override {
-    const int64_t T = x.rows(), K = x.cols(), N = gate_w.rows();
-    DCU_CHECK(f32(x) && f32(gate) && f32(up) && f32(out) && up_w.dtype == gate_w.dtype && gate_w.cols() == K &&
-              up_w.rows() == N && up_w.cols() == K && gate.rows() == T && gate.cols() == N &&
-              up.numel() == gate.numel() && out.numel() == gate.numel());
-    gpu::launch_gate_up_swiglu(launch(), {x.as<float>(), gate_w.data, gate_w.dtype, gate.as<float>(), T, K, N},
-                               {x.as<float>(), up_w.data, up_w.dtype, up.as<float>(), T, K, N}, out.as<float>(), *this);
+    DCU_CHECK(f32(out) && up_w.rows() == gate_w.rows() && out.numel() == gate.numel() && up.numel() == gate.numel());
+    const Linear ws[] = {gate_w, up_w};
+    const Tensor ys[] = {gate, up};
+    const auto args = matmul_args(x, ws, ys);
+    DCU_CHECK(same_kernel(args[0], args[1]));
+    gpu::launch_gate_up_swiglu(launch(), args[0], args[1], out.as<float>(), scratch_);
   }
-  bool fuses_norms(int64_t T) const override { return gpu::gemv_takes_all(gemv_max_tokens_, T); }
-  void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Tensor> ws,
+  // Quantized weights in the vendor-BLAS mode take the tensor-core kernel, which does not fold norms.
+  bool fuses_norms(int64_t T, WeightFormat format) const override {
+    return gpu::gemv_takes_all(gemv_max_tokens_, T) && (format == WeightFormat::Dense || !tensor_cores_);
+  }
+  void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
                          std::span<const Tensor> ys) override {
     DCU_CHECK(norm_w.numel() == x.cols());
-    gpu::launch_norm_matmul_group(launch(), matmul_args(x, ws, ys).data(), int(ws.size()), false,
-                                  {norm_w.data, norm_w.dtype, eps, false});
+    const auto args = matmul_args(x, ws, ys);
+    for_each_kernel_group(args, int(ws.size()), [&](const gpu::MatmulArgs* group, int count) {
+      gpu::launch_norm_matmul_group(launch(), group, count, false, {norm_w.data, norm_w.dtype, eps, false});
+    });
   }
-  void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_w, const Tensor& up_w,
+  void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Linear& gate_w, const Linear& up_w,
                            Tensor out) override {
     DCU_CHECK(norm_w.numel() == x.cols() && up_w.rows() == gate_w.rows());
-    const Tensor ws[] = {gate_w, up_w}, ys[] = {out, out};  // the fused GEMV writes the first output only
-    gpu::launch_norm_matmul_group(launch(), matmul_args(x, ws, ys).data(), 2, true,
-                                  {norm_w.data, norm_w.dtype, eps, false});
+    const Linear ws[] = {gate_w, up_w};
+    const Tensor ys[] = {out, out};  // the fused GEMV writes the first output only
+    const auto args = matmul_args(x, ws, ys);
+    DCU_CHECK(same_kernel(args[0], args[1]));
+    gpu::launch_norm_matmul_group(launch(), args.data(), 2, true, {norm_w.data, norm_w.dtype, eps, false});
   }
-  void matmul_accumulate(const Tensor& x, const Tensor& w, Tensor y) override {
-    const Tensor ws[] = {w}, ys[] = {y};
+  void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y) override {
+    const Linear ws[] = {w};
+    const Tensor ys[] = {y};
     gpu::launch_matmul_accumulate(launch(), matmul_args(x, ws, ys)[0]);
   }
   void add(Tensor x, const Tensor& y) override {
@@ -268,7 +278,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     a.block_tables = batch.block_tables, a.max_blocks = batch.max_blocks_per_seq();
     a.seq_row_begin = batch.seq_row_begin, a.num_seqs = batch.num_seqs(), a.positions = batch.positions;
     a.scale = scale;
-    gpu::launch_paged_attention(launch(), a, *this);
+    gpu::launch_paged_attention(launch(), a, scratch_);
   }
 
   void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
@@ -320,7 +330,7 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     DCU_CHECK(k >= 1 && k <= std::min<int64_t>(logits.cols(), kMaxLogitCandidates));
     gpu::launch_logit_summary(launch(), logits.as<float>(), logits.cols(), rows.as<int32_t>(),
                               inv_temperature.as<float>(), n, int(k), top_values.as<float>(), top_ids.as<int32_t>(),
-                              stats.as<float>(), *this);
+                              stats.as<float>(), scratch_);
   }
   void copy_columns(const Tensor& x, Tensor out, int64_t column) override {
     DCU_CHECK(f32(x) && f32(out) && out.rows() == x.rows() && column >= 0 && column + x.cols() <= out.cols());
@@ -330,25 +340,43 @@ class GpuBackend final : public Backend, private gpu::Scratch {
  private:
   static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
   // ys[i] = x . ws[i]^T as the kernels' arguments, shapes checked.
-  static std::array<gpu::MatmulArgs, kMaxMatmulGroup> matmul_args(const Tensor& x, std::span<const Tensor> ws,
+  static std::array<gpu::MatmulArgs, kMaxMatmulGroup> matmul_args(const Tensor& x, std::span<const Linear> ws,
                                                                  std::span<const Tensor> ys) {
     DCU_CHECK(ws.size() == ys.size() && !ws.empty() && ws.size() <= kMaxMatmulGroup && f32(x));
     static_assert(gpu::kMaxMatmulGroup == int(kMaxMatmulGroup));
     const int64_t T = x.rows(), K = x.cols();
     std::array<gpu::MatmulArgs, kMaxMatmulGroup> group{};
     for (size_t i = 0; i < ws.size(); ++i) {
-      const Tensor &w = ws[i], &y = ys[i];
-      DCU_CHECK(w.dtype == ws[0].dtype && f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
-      group[i] = {x.as<float>(), w.data, w.dtype, y.as<float>(), T, K, w.rows()};
+      const Linear& w = ws[i];
+      const Tensor& y = ys[i];
+      DCU_CHECK(f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
+      group[i] = {x.as<float>(), w.weight.data, w.weight.dtype, y.as<float>(), T, K, w.rows(), w.format,
+                  w.scales.empty() ? nullptr : w.scales.as<float>(),
+                  w.zeros.empty() ? nullptr : w.zeros.as<uint8_t>(), w.group};
     }
     return group;
+  }
+  // Whether two matmuls can share a launch: one kernel reads both weights.
+  static bool same_kernel(const gpu::MatmulArgs& a, const gpu::MatmulArgs& b) {
+    return a.format == b.format && a.group == b.group && (a.format != WeightFormat::Dense || a.w_type == b.w_type);
+  }
+  // Calls run(group, count) on each run of consecutive matmuls that share a kernel (a GDN layer's
+  // quantized projections and its 16-bit in_proj_a/b are two launches).
+  template <typename Run>
+  static void for_each_kernel_group(const std::array<gpu::MatmulArgs, kMaxMatmulGroup>& args, int count, Run&& run) {
+    for (int begin = 0; begin < count;) {
+      int end = begin + 1;
+      while (end < count && same_kernel(args[size_t(begin)], args[size_t(end)])) ++end;
+      run(args.data() + begin, end - begin);
+      begin = end;
+    }
   }
   static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
     return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs(), b.host->max_seq_rows()};
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_, split_activations_, overlap_};
+    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_, split_activations_, overlap_, &expanded_};
   }
   void drop_graph(uint64_t key) {
     auto it = graphs_.find(key);
@@ -356,21 +384,33 @@ class GpuBackend final : public Backend, private gpu::Scratch {
     (void)gpuGraphExecDestroy(it->second);
     graphs_.erase(it);
   }
-  // Scratch: grows on demand; the old buffer is freed only after the stream has drained (and graphs
-  // that point into it are dropped).
-  void* get(size_t bytes) override {
-    if (bytes > scratch_bytes_) {
-      clear_graphs();
-      if (scratch_) {
-        GPU_CHECK(gpuStreamSynchronize(stream_));
-        GPU_CHECK(gpuFree(scratch_));
-        scratch_ = nullptr;
-      }
-      scratch_bytes_ = std::max(bytes, scratch_bytes_ * 2);
-      scratch_ = allocate(scratch_bytes_);
+  // Device scratch that grows on demand; the old buffer is freed only after the stream has drained
+  // (and graphs that point into it are dropped).
+  class GrowingScratch final : public gpu::Scratch {
+   public:
+    explicit GrowingScratch(GpuBackend& owner) : owner_(owner) {}
+    ~GrowingScratch() override {
+      if (data_) (void)gpuFree(data_);
     }
-    return scratch_;
-  }
+    void* get(size_t bytes) override {
+      if (bytes > bytes_) {
+        owner_.clear_graphs();
+        if (data_) {
+          GPU_CHECK(gpuStreamSynchronize(owner_.stream_));
+          GPU_CHECK(gpuFree(data_));
+          data_ = nullptr;
+        }
+        bytes_ = std::max(bytes, bytes_ * 2);
+        data_ = owner_.allocate(bytes_);
+      }
+      return data_;
+    }
+
+   private:
+    GpuBackend& owner_;
+    void* data_ = nullptr;
+    size_t bytes_ = 0;
+  };
 
   int device_ = 0;
   int lanes_ = gpu::kNativeLanes;
@@ -380,8 +420,8 @@ class GpuBackend final : public Backend, private gpu::Scratch {
   bool overlap_ = false;
   gpuStream_t stream_ = nullptr;
   void* blas_ = nullptr;
-  void* scratch_ = nullptr;
-  size_t scratch_bytes_ = 0;
+  GrowingScratch scratch_{*this};
+  GrowingScratch expanded_{*this};  // quantized weights expanded for prompt-sized matmuls (Launch::expanded)
   std::unordered_map<uint64_t, gpuGraphExec_t> graphs_;
   std::string name_;
 };

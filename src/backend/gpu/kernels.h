@@ -7,8 +7,11 @@
 
 #include "backend/gpu/compat.h"
 #include "core/dtype.h"
+#include "core/weight_format.h"
 
 namespace dcu::gpu {
+
+class Scratch;
 
 // Where and how a kernel runs: the backend's stream and the logical warp width (the device's native
 // width, or 64 on NVIDIA to exercise wave64 logic).
@@ -22,6 +25,7 @@ struct Launch {
   // rounded to one, half the multiplies; --matmul-precision medium).
   bool split_activations = true;
   bool overlap = false;       // launch_overlapping may overlap kernels (CUDA, compute capability 9.0+)
+  Scratch* expanded = nullptr;  // where quantized weights are expanded for prompt-sized matmuls
 };
 
 // Backend-owned device scratch that grows on demand (ops never allocate their outputs).
@@ -53,15 +57,21 @@ void launch_gated_rms_norm(const Launch& l, const float* x, const float* z, cons
 // ---- matmul.cu -----------------------------------------------------------------------------------
 struct MatmulArgs {
   const float* x = nullptr;  // [T, K]
-  const void* w = nullptr;   // [N, K]
-  DType w_type = DType::F32;
+  const void* w = nullptr;   // [N, K] dense, or the codes of a quantized weight (backend/linear.h)
+  DType w_type = DType::F32; // dense: the element type
   float* y = nullptr;        // [T, N]
   int64_t T = 0, K = 0, N = 0;
+  WeightFormat format = WeightFormat::Dense;
+  const float* scales = nullptr;   // quantized: [N, K / group]
+  const uint8_t* zeros = nullptr;  // Int4 zero points [N, K / group]; null: 8
+  int64_t group = 0;
 };
 // The GEMV kernel (weights streamed once for all rows) handles at most this many token rows.
 constexpr int64_t kGemvMaxTokens = 16;
-// Matmuls of the same x (and so T, K) and weight dtype, each y = x . w^T; the GEMV and the tensor-core
-// kernel run a whole group as one launch.
+// Matmuls of the same x (and so T, K) and weight format, dtype and group, each y = x . w^T; the GEMV
+// and the tensor-core kernel run a whole group as one launch. Quantized weights take the GEMV up to
+// kGemvMaxTokens rows; beyond, each is expanded into 16-bit weights in Launch::expanded and takes the
+// dense path.
 // (The kernels build as C++17: no std::span here.)
 constexpr int kMaxMatmulGroup = 4;  // = dcu::kMaxMatmulGroup (backend.h)
 void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch);
@@ -85,6 +95,8 @@ bool gemv_takes_all(int gemv_max_tokens, int64_t T);
 // group[1] = up, out = group[0].y), of rms_norm(x) (1 + norm_w); and y += x . w^T.
 void launch_norm_matmul_group(const Launch& l, const MatmulArgs* group, int count, bool swiglu, const GemvFusion& norm);
 void launch_matmul_accumulate(const Launch& l, const MatmulArgs& a);
+// A quantized weight a (backend/linear.h) as dense 16-bit weights: out [N, K] of type (BF16 or F16).
+void launch_expand_weights(const Launch& l, const MatmulArgs& a, void* out, DType type);
 // Whether this device runs kernels built with the waits that launch_overlapping needs (sm_90+ code).
 bool kernels_can_overlap();
 // x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo; lo null: hi only.
@@ -211,6 +223,16 @@ void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, d
 #endif
   kernel<<<grid, block, smem, l.stream>>>(Params(args)...);
 }
+
+// The kernels' element types for quantized codes (backend/linear.h): one int8 code, or a byte of two
+// int4 codes.
+struct Int8Code { int8_t bits; };
+struct Int4Pair { uint8_t bits; };
+template <typename W> constexpr bool kQuantized = std::is_same_v<W, Int8Code> || std::is_same_v<W, Int4Pair>;
+template <typename W> constexpr int kCodesPerElement = std::is_same_v<W, Int4Pair> ? 2 : 1;
+
+// A code q as the f32 2^23 + q: its bits are 0x4B000000 | q (exact for q < 2^23).
+__device__ __forceinline__ float magic_float(uint32_t q) { return __uint_as_float(0x4B000000u | q); }
 
 // Runs f(T{}) with T the device element type of `t` (float, F16 or Bf16).
 template <typename F>

@@ -1,10 +1,16 @@
-// y = x . w^T with f32 activations and F32/F16/BF16 weights, f32 accumulation.
+// y = x . w^T with f32 activations and F32/F16/BF16 or int8/int4 (backend/linear.h) weights, f32
+// accumulation.
 //  - T <= gemv_max_tokens, or T <= 16 on a narrow matrix (decode; see use_gemv): GEMV. A block owns
 //    C output columns and its threads split K in 8-element chunks, so every weight row is streamed
 //    exactly once (16-byte loads, C rows in flight per thread) for all T token rows, and even a
 //    narrow matrix ([1024, 5120]) spreads over the GPU (split-K inside the block, reduced through
 //    shared memory). On gfx906 F16 weights go through v_dot2_f32_f16 (the activations are rounded
 //    to f16 for the dot, the sum stays f32); BF16 is widened by a shift (no bf16 arithmetic there).
+//    Quantized weights take the GEMV up to kGemvMaxTokens rows (CUDA's vendor-BLAS mode: the
+//    tensor-core kernel up to 32 rows instead, which dequantizes as it loads): each 8-code chunk is widened to f32
+//    weights scale * (q - zero) once for all token rows (on gfx906 the codes become f16 pairs by bit
+//    tricks, exactly, and go through v_dot2_f32_f16, the chunk's scale applied to its sum).
+//  - larger T, quantized weights: expanded into 16-bit weights (Launch::expanded), then as below.
 //  - larger T, exact precision: a portable 64x64 shared-memory tiled kernel, f32 FMA.
 //  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): up to 32 rows, the tensor-core kernel
 //    of matmul_tensor_core.cu (activations split hi + lo, weights read once); beyond, the activations
@@ -73,12 +79,65 @@ __device__ __forceinline__ void load8(const H* w, float* out) {
 typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
 #endif
 
+// Eight codes at a multiple of 8 as f32 weights scale * (q - zero).
+__device__ __forceinline__ void load8(const Int8Code* p, float scale, float, float* out) {
+#if defined(DCUSERVE_CUDA)
+  const uint2 u = __ldcs(reinterpret_cast<const uint2*>(p));
+#else
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+#endif
+  const uint32_t words[2] = {u.x ^ 0x80808080u, u.y ^ 0x80808080u};  // q + 128 per byte
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = scale * (magic_float((words[i] >> (8 * j)) & 0xFFu) - 8388736.0f);
+}
+__device__ __forceinline__ void load8(const Int4Pair* p, float scale, float zero, float* out) {
+#if defined(DCUSERVE_CUDA)
+  const uint32_t w = __ldcs(reinterpret_cast<const unsigned int*>(p));
+#else
+  const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+#endif
+  const float bias = 8388608.0f + zero;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {  // k = 2j in nibble j, k = 2j + 1 in nibble j + 4
+    out[2 * j] = scale * (magic_float((w >> (4 * j)) & 0xFu) - bias);
+    out[2 * j + 1] = scale * (magic_float((w >> (4 * j + 16)) & 0xFu) - bias);
+  }
+}
+
+#if defined(__gfx906__)
+// Eight codes as four f16 pairs (k, k + 1) holding q - zero exactly (|q - zero| <= 255 fits f16's 11
+// bits): the code goes into the mantissa of 1024 (0x6400), then one packed subtract.
+__device__ __forceinline__ void code_pairs(const Int8Code* p, float, half2_t (&out)[4]) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const uint32_t words[2] = {u.x ^ 0x80808080u, u.y ^ 0x80808080u};  // q + 128 per byte
+  const half2_t bias{_Float16(1152.0f), _Float16(1152.0f)};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {  // pairs (k, k + 1), (k + 2, k + 3) of each word
+    const uint32_t w = words[i];
+    out[2 * i] = __builtin_bit_cast(half2_t, (w & 0xFFu) | ((w << 8) & 0xFF0000u) | 0x64006400u) - bias;
+    out[2 * i + 1] = __builtin_bit_cast(half2_t, ((w >> 16) & 0xFFu) | ((w >> 8) & 0xFF0000u) | 0x64006400u) - bias;
+  }
+}
+__device__ __forceinline__ void code_pairs(const Int4Pair* p, float zero, half2_t (&out)[4]) {
+  const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+  const _Float16 b = _Float16(1024.0f + zero);
+  const half2_t bias{b, b};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) out[j] = __builtin_bit_cast(half2_t, ((w >> (4 * j)) & 0x000F000Fu) | 0x64006400u) - bias;
+}
+#endif
+
 // The matrices of one GEMV launch: part p owns blocks [block_end[p - 1], block_end[p]).
 template <typename W>
 struct GemvParts {
-  const W* w[kMaxMatmulGroup];   // [N, K]
+  const W* w[kMaxMatmulGroup];   // [N, K] (quantized: [N, K / kCodesPerElement])
   float* y[kMaxMatmulGroup];     // [T, N]
   int64_t N[kMaxMatmulGroup];
+  const float* scales[kMaxMatmulGroup];   // quantized: [N, K / group]
+  const uint8_t* zeros[kMaxMatmulGroup];  // Int4: [N, K / group], or null (8)
+  int64_t group;
   unsigned block_end[kMaxMatmulGroup];
   // The MLP's gate and up projections (w[0], w[1]) as one: a block takes C / 2 rows of each and
   // writes y[0] = silu(gate) * up.
@@ -128,14 +187,26 @@ __global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, con
   const int64_t block = blockIdx.x - (p > 0 ? group_pick(parts.block_end, p - 1) : 0u);
   const int columns = parts.swiglu ? C / 2 : C;  // output columns of the block
   const int64_t n0 = block * columns;
+  constexpr int E = kCodesPerElement<W>;
   const W* wr[C];
+  const float* sr[C];    // quantized: the rows' scales
+  const uint8_t* zr[C];  // Int4: the rows' zero points, or null
 #pragma unroll
-  for (int c = 0; c < C; ++c)  // past N: re-reads the last row, unused
-    wr[c] = (c < columns ? w : parts.w[1]) + min(n0 + c % columns, N - 1) * K;
+  for (int c = 0; c < C; ++c) {  // past N: re-reads the last row, unused
+    const int64_t row = min(n0 + c % columns, N - 1);
+    wr[c] = (c < columns ? w : parts.w[1]) + row * (K / E);
+    if constexpr (kQuantized<W>) {
+      const int64_t groups = K / parts.group;
+      const float* s = c < columns ? group_pick(parts.scales, p) : parts.scales[1];
+      const uint8_t* z = c < columns ? group_pick(parts.zeros, p) : parts.zeros[1];
+      sr[c] = s + row * groups;
+      zr[c] = z ? z + row * groups : nullptr;
+    }
+  }
   // Launched overlapping the kernel that produces x: the first weights start coming while it finishes.
   if (int64_t(threadIdx.x) * 8 < K)
 #pragma unroll
-    for (int c = 0; c < C; ++c) prefetch_l2(wr[c] + threadIdx.x * 8);
+    for (int c = 0; c < C; ++c) prefetch_l2(wr[c] + threadIdx.x * 8 / E);
   wait_for_previous_kernel();
   let_next_kernel_start();
   float acc[C][TR], squares[TR];
@@ -165,6 +236,33 @@ __global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, con
         for (int i = 0; i < 8; ++i) nw[i] += 1.0f;
       }
 #if defined(__gfx906__)
+      if constexpr (kQuantized<W>) {
+        const int64_t g = k / parts.group;
+        half2_t q[C][4];
+        float scale[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          code_pairs(wr[c] + k / E, zr[c] ? float(zr[c][g]) : 8.0f, q[c]);
+          scale[c] = sr[c][g];
+        }
+#pragma unroll
+        for (int t = 0; t < TR; ++t) {
+          if (t < T) {
+            float4 a, b;
+            x8(t, k, nw, a, b);
+            const half2_t xp[4] = {half2_t{_Float16(a.x), _Float16(a.y)}, half2_t{_Float16(a.z), _Float16(a.w)},
+                                   half2_t{_Float16(b.x), _Float16(b.y)}, half2_t{_Float16(b.z), _Float16(b.w)}};
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              float s = 0.0f;  // v_dot2_f32_f16 over the chunk, then its scale
+#pragma unroll
+              for (int i = 0; i < 4; ++i) s = __builtin_amdgcn_fdot2(q[c][i], xp[i], s, false);
+              acc[c][t] = fmaf(s, scale[c], acc[c][t]);
+            }
+          }
+        }
+        continue;
+      }
       if constexpr (std::is_same_v<W, F16>) {
         uint4 wb[C];
 #pragma unroll
@@ -190,8 +288,14 @@ __global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, con
       }
 #endif
       float wv[C][8];
+      if constexpr (kQuantized<W>) {
+        const int64_t g = k / parts.group;
 #pragma unroll
-      for (int c = 0; c < C; ++c) load8(wr[c] + k, wv[c]);
+        for (int c = 0; c < C; ++c) load8(wr[c] + k / E, sr[c][g], zr[c] ? float(zr[c][g]) : 8.0f, wv[c]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < C; ++c) load8(wr[c] + k, wv[c]);
+      }
 #pragma unroll
       for (int t = 0; t < TR; ++t) {
         if (t < T) {
@@ -204,7 +308,7 @@ __global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, con
         }
       }
     }
-  } else {
+  } else if constexpr (!kQuantized<W>) {  // (quantized weights always take the vector path)
     for (int64_t k = threadIdx.x; k < K; k += kGemvThreads) {
       float wk[C];
 #pragma unroll
@@ -320,10 +424,13 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
     parts.swiglu = swiglu;
     parts.fusion = fusion;
     unsigned grid = 0;
+    parts.group = a.group;
     for (int p = 0; p < count; ++p) {
       parts.w[p] = static_cast<const W*>(group[p].w);
       parts.y[p] = group[p].y;
       parts.N[p] = group[p].N;
+      parts.scales[p] = group[p].scales;
+      parts.zeros[p] = group[p].zeros;
       // swiglu: up's rows ride in gate's blocks, C / 2 of each per block
       if (!swiglu || p == 0) grid += blocks_for(group[p].N, swiglu ? C / 2 : C);
       parts.block_end[p] = grid;
@@ -334,6 +441,8 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
       launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, Vec, Norm>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
     };
     using std::bool_constant;
+    if (kQuantized<W> && !vec)  // Linear's checks make K a multiple of 32; the codes are allocations
+      fail_call("launch_gemv", __FILE__, __LINE__, "quantized weights need 16-byte aligned rows of x");
     if (fusion.norm_w) {
       if (vec) launch(bool_constant<true>{}, bool_constant<true>{});
       else launch(bool_constant<false>{}, bool_constant<true>{});
@@ -352,11 +461,16 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
 // launch_gemv for the group's weight dtype and the launch's warp width.
 void run_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu = false,
               const GemvFusion& fusion = {}) {
-  with_elem_type(group[0].w_type, [&](auto e) {
+  auto go = [&](auto e) {
     with_lanes(l.lanes, [&](auto lanes) {
       launch_gemv<decltype(lanes)::value, decltype(e)>(l, group, count, swiglu, fusion);
     });
-  });
+  };
+  switch (group[0].format) {
+    case WeightFormat::Int8: go(Int8Code{}); break;
+    case WeightFormat::Int4: go(Int4Pair{}); break;
+    case WeightFormat::Dense: with_elem_type(group[0].w_type, go); break;
+  }
   GPU_CHECK_LAUNCH();
 }
 
@@ -465,7 +579,18 @@ void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 // (gemv_max_tokens = 2 in gpu_options_for_dtype).
 constexpr int64_t kGemvNarrowColumns = 1024;
 
+// Whether the tensor-core kernel takes a quantized matmul (CUDA's vendor-BLAS mode, shapes it fits).
+bool tensor_cores_take(const Launch& l, const MatmulArgs& a) {
+#if defined(DCUSERVE_CUDA)
+  return l.tensor_cores && tensor_core_matmul_fits(a);
+#else
+  return false;
+#endif
+}
+
 bool use_gemv(const Launch& l, const MatmulArgs& a) {
+  // Quantized: the tensor-core kernel where it applies, else the GEMV.
+  if (a.format != WeightFormat::Dense) return a.T <= kGemvMaxTokens && !tensor_cores_take(l, a);
   return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns);
 }
 
@@ -536,6 +661,31 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
   }
   if (gemv_count > 0) run_gemv(l, gemv, gemv_count);
   if (larger_count == 0) return;
+#if defined(DCUSERVE_CUDA)
+  if (larger[0].format != WeightFormat::Dense &&
+      std::all_of(larger, larger + larger_count, [&](const MatmulArgs& a) { return tensor_cores_take(l, a); }))
+    return launch_tensor_core_matmul(l, larger, larger_count, scratch);
+#endif
+  if (larger[0].format != WeightFormat::Dense) {
+    // Prompt-sized: each weight expanded into 16-bit weights (bf16 on CUDA, as its GEMMs take them;
+    // f16 for gfx906's dot), then the dense kernels. The expansion reads the codes once and writes
+    // 2 bytes a weight: small next to a GEMM of this many rows.
+#if defined(DCUSERVE_CUDA)
+    constexpr DType kExpanded = DType::BF16;
+#else
+    constexpr DType kExpanded = DType::F16;
+#endif
+    if (!l.expanded) fail_call("launch_matmul_group", __FILE__, __LINE__, "no scratch for expanded weights");
+    for (int i = 0; i < larger_count; ++i) {
+      MatmulArgs dense = larger[i];
+      void* w16 = l.expanded->get(size_t(dense.N * dense.K) * dtype_size(kExpanded));
+      launch_expand_weights(l, larger[i], w16, kExpanded);
+      dense.w = w16, dense.w_type = kExpanded, dense.format = WeightFormat::Dense;
+      dense.scales = nullptr, dense.zeros = nullptr, dense.group = 0;
+      launch_matmul_group(l, &dense, 1, scratch);
+    }
+    return;
+  }
   with_elem_type(group[0].w_type, [&](auto e) {
     using W = decltype(e);
 #if defined(DCUSERVE_CUDA)

@@ -1,0 +1,103 @@
+#include "model/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace dcu {
+
+WeightFormat load_time_quantization(const std::string& flag) {
+  if (flag == "none" || flag.empty()) return WeightFormat::Dense;
+  if (flag == "int8") return WeightFormat::Int8;
+  if (flag == "int4") return WeightFormat::Int4;
+  fail("--quantization {} is not supported; use none, int8 (per-channel) or int4 (group {})", flag, kQuantGroup);
+}
+
+double weight_bytes(const ModelConfig& config, WeightFormat format) {
+  const double table = double(config.vocab_size) * double(config.hidden_size);
+  const double params = double(config.parameter_count());
+  if (format == WeightFormat::Dense) return 2.0 * params;
+  const double per_weight = (format == WeightFormat::Int8 ? 1.0 : 0.5) + 4.0 / double(kQuantGroup);
+  const double head = table;  // lm_head, its own copy when tied
+  const double matrices = params - table - (config.tie_word_embeddings ? 0.0 : table);
+  return 2.0 * table + per_weight * (matrices + head);
+}
+
+HostLinear make_host_linear(WeightFormat format, int64_t N, int64_t K, std::string_view what) {
+  DCU_CHECK(format != WeightFormat::Dense);
+  HostLinear h;
+  h.format = format;
+  h.rows = N, h.cols = K;
+  h.group = kQuantGroup;
+  while (h.group > 32 && K % h.group != 0) h.group /= 2;  // 128, else 64 or 32
+  if (K % 32 != 0 || K % h.group != 0)
+    fail("{}: {} columns cannot be quantized to {} (K must be a multiple of 32)", what, K, weight_format_name(format));
+  h.codes.resize(size_t(format == WeightFormat::Int8 ? N * K : N * K / 2));
+  h.scales.resize(size_t(N * (K / h.group)));
+  return h;
+}
+
+void quantize_rows(const void* rows, DType dtype, int64_t row0, int64_t count, HostLinear& out) {
+  const int64_t K = out.cols, G = out.group, groups = out.groups_per_row();
+  const bool int8 = out.format == WeightFormat::Int8;
+  const float levels = int8 ? 127.0f : 7.0f;
+  const size_t row_bytes = size_t(K) * dtype_size(dtype);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < count; ++r) {
+    thread_local std::vector<float> row;
+    row.resize(size_t(K));
+    const void* src = static_cast<const char*>(rows) + size_t(r) * row_bytes;
+    for (int64_t k = 0; k < K; ++k) row[size_t(k)] = load_as_f32(src, dtype, size_t(k));
+    const float* w = row.data();
+    const int64_t n = row0 + r;
+    uint8_t q4[kQuantGroup];
+    for (int64_t g = 0; g < groups; ++g) {
+      float absmax = 0.0f;
+      for (int64_t k = g * G; k < (g + 1) * G; ++k) absmax = std::max(absmax, std::fabs(w[k]));
+      const float scale = absmax > 0.0f ? absmax / levels : 1.0f;
+      out.scales[size_t(n * groups + g)] = scale;
+      for (int64_t k = g * G; k < (g + 1) * G; ++k) {
+        const float q = std::clamp(std::nearbyint(w[k] / scale), -levels - 1.0f, levels);
+        if (int8) out.codes[size_t(n * K + k)] = uint8_t(int8_t(q));
+        else q4[k - g * G] = uint8_t(int(q) + 8);
+      }
+      if (!int8) pack_int4_row(q4, G, out.codes.data() + n * (K / 2) + g * (G / 2));
+    }
+  }
+}
+
+bool keeps_16_bit(std::string_view tensor_name) {
+  return tensor_name.find("in_proj_a.") != std::string_view::npos ||
+         tensor_name.find("in_proj_b.") != std::string_view::npos;
+}
+
+Linear linear_view(const HostLinear& host) {
+  if (!host.k_order.empty()) fail("input-order (act-order) weights are not supported by the matmul ops yet");
+  const bool int8 = host.format == WeightFormat::Int8;
+  const int64_t groups = host.groups_per_row();
+  auto data = [](const auto& v) { return const_cast<void*>(static_cast<const void*>(v.data())); };
+  Linear w;
+  w.format = host.format;
+  w.in_features = host.cols;
+  w.group = host.group;
+  w.weight = Tensor(data(host.codes), int8 ? DType::I8 : DType::U8, {host.rows, int8 ? host.cols : host.cols / 2});
+  w.scales = Tensor(data(host.scales), DType::F32, {host.rows, groups});
+  if (!host.zeros.empty()) w.zeros = Tensor(data(host.zeros), DType::U8, {host.rows, groups});
+  check_linear(w, "quantized weight");
+  return w;
+}
+
+Linear upload_linear(const HostLinear& host, Backend& backend, const std::function<void*(size_t)>& allocate) {
+  Linear w = linear_view(host);
+  for (Tensor* t : {&w.weight, &w.scales, &w.zeros}) {
+    if (t->empty()) continue;
+    void* dst = allocate(t->bytes());
+    backend.upload(dst, t->data, t->bytes());
+    t->data = dst;
+  }
+  return w;
+}
+
+}  // namespace dcu

@@ -1,0 +1,182 @@
+// The GPU matmul ops with quantized weights (backend/linear.h) against the CPU reference: the GEMV
+// (up to 16 rows; every fusion the decode step uses), on CUDA's vendor-BLAS mode the tensor-core
+// kernel (up to 32 rows), and the prompt-sized path that expands the codes into 16-bit weights, at
+// the device's warp width and at 64 lanes (gfx906's wave64). Skips when no GPU is present.
+//
+// Tolerances (max |gpu - cpu| / max(1, max |cpu|)):
+//   GEMV: 1e-4. It forms the same f32 weights scale * (q - zero) as the CPU, exactly; only the order
+//     of the f32 sums differs. Tensor cores: 1e-4 too (the codes are exact in bf16, the activations
+//     split hi + lo).
+//   expanded path (more than 16 rows): 4e-3. The expanded weights are rounded to bf16 (CUDA) or f16
+//     (HIP) while the reference's are exact f32.
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "gpu_test_util.h"
+#include "model/quantize.h"
+#include "quantized_test_util.h"
+
+namespace dcu::testing {
+namespace {
+
+// A quantized weight in device memory, released with it.
+class DeviceLinear {
+ public:
+  DeviceLinear(Backend& be, const HostLinear& host) : be_(be) {
+    linear = upload_linear(host, be, [this](size_t bytes) { return buffers_.emplace_back(be_.allocate(bytes)); });
+  }
+  DeviceLinear(const DeviceLinear&) = delete;
+  ~DeviceLinear() {
+    for (void* p : buffers_) be_.release(p);
+  }
+  Linear linear;
+
+ private:
+  Backend& be_;
+  std::vector<void*> buffers_;
+};
+
+struct Case {
+  int64_t T, K, N;
+  WeightFormat format;
+  int64_t group;
+  bool zeros = false;
+};
+
+std::string describe(const Case& c) {
+  return std::string(weight_format_name(c.format)) + " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) +
+         " N=" + std::to_string(c.N) + " group " + std::to_string(c.group) + (c.zeros ? " zeros" : "");
+}
+
+float tolerance(const Case& c) { return c.T <= 16 ? 1e-4f : 4e-3f; }
+
+class GpuQuantizedOps : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (list_gpu_devices().empty()) GTEST_SKIP() << "no GPU present";
+  }
+  std::unique_ptr<Backend> backend(const char* mode) { return make_gpu_backend(0, gpu_options_for_dtype(mode, GetParam())); }
+  std::mt19937 rng{99};
+};
+
+const std::vector<Case> kCases = {
+    {1, 5120, 4096, WeightFormat::Int8, 5120},       // per-channel int8, decode
+    {2, 5120, 1024, WeightFormat::Int8, 128},        // int8 with group scales (FP8 checkpoints)
+    {1, 5120, 6144, WeightFormat::Int4, 128},        // symmetric int4
+    {4, 17408, 640, WeightFormat::Int4, 128, true},  // down_proj width, zero points
+    {8, 1024, 300, WeightFormat::Int4, 32, true},
+    {16, 2048, 520, WeightFormat::Int8, 2048},       // the GEMV's widest
+    {17, 1024, 300, WeightFormat::Int4, 128, true},  // expanded (f32 mode) or tensor cores (bf16 mode)
+    {32, 1024, 640, WeightFormat::Int4, 32},         // the tensor-core kernel's widest
+    {24, 2048, 300, WeightFormat::Int8, 2048},
+    {64, 512, 1000, WeightFormat::Int8, 512},
+    {3, 256, 33, WeightFormat::Int4, 64},            // N not a multiple of the block's columns
+};
+
+TEST_P(GpuQuantizedOps, Matmul) {
+  for (const char* mode : {"float32", "bfloat16"}) {
+    auto be = backend(mode);
+    for (const Case& c : kCases) {
+      const HostLinear h = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
+      HostTensor x(DType::F32, {c.T, c.K}), y(DType::F32, {c.T, c.N});
+      x.random(rng, -2, 2);
+      cpu::matmul(x.t, linear_view(h), y.t);
+      DeviceLinear dw(*be, h);
+      DeviceTensor dx(*be, x), dy(*be, y);
+      be->matmul(dx.t, dw.linear, dy.t);
+      EXPECT_LT(relative_error(dy.floats(), y.floats()), tolerance(c)) << mode << " " << describe(c);
+    }
+  }
+}
+
+// A GDN layer's projections: two quantized matrices and two 16-bit ones in one call.
+TEST_P(GpuQuantizedOps, MatmulGroupOfMixedFormats) {
+  for (const char* mode : {"float32", "bfloat16"})
+    for (int64_t T : {1, 2, 9, 20}) {
+      auto be = backend(mode);
+      const int64_t K = 1024;
+      const HostLinear qkv = random_quantized(rng, WeightFormat::Int4, 768, K, 128, true);
+      const HostLinear z = random_quantized(rng, WeightFormat::Int4, 512, K, 128, true);
+      HostTensor a(DType::BF16, {48, K}), b(DType::BF16, {48, K}), x(DType::F32, {T, K});
+      a.random(rng, -0.1f, 0.1f), b.random(rng, -0.1f, 0.1f), x.random(rng);
+      HostTensor y0(DType::F32, {T, 768}), y1(DType::F32, {T, 512}), y2(DType::F32, {T, 48}), y3(DType::F32, {T, 48});
+      cpu::matmul(x.t, linear_view(qkv), y0.t), cpu::matmul(x.t, linear_view(z), y1.t);
+      cpu::matmul(x.t, a.t, y2.t), cpu::matmul(x.t, b.t, y3.t);
+      DeviceLinear dqkv(*be, qkv), dz(*be, z);
+      DeviceTensor da(*be, a), db(*be, b), dx(*be, x), d0(*be, y0), d1(*be, y1), d2(*be, y2), d3(*be, y3);
+      const Linear ws[] = {dqkv.linear, dz.linear, da.t, db.t};
+      const Tensor ys[] = {d0.t, d1.t, d2.t, d3.t};
+      be->matmul_group(dx.t, ws, ys);
+      const float tol = T <= 16 ? 1e-4f : 4e-3f;
+      const std::string what = std::string(mode) + " T=" + std::to_string(T);
+      EXPECT_LT(relative_error(d0.floats(), y0.floats()), tol) << what << " qkv";
+      EXPECT_LT(relative_error(d1.floats(), y1.floats()), tol) << what << " z";
+      EXPECT_LT(relative_error(d2.floats(), y2.floats()), 1e-4f) << what << " a";
+      EXPECT_LT(relative_error(d3.floats(), y3.floats()), 1e-4f) << what << " b";
+    }
+}
+
+TEST_P(GpuQuantizedOps, GateUpSwiglu) {
+  const std::vector<Case> cases = {{1, 5120, 4352, WeightFormat::Int4, 128}, {2, 1024, 3584, WeightFormat::Int8, 1024},
+                                   {8, 512, 1000, WeightFormat::Int4, 32, true}, {40, 640, 300, WeightFormat::Int8, 640}};
+  for (const char* mode : {"float32", "bfloat16"}) {
+    auto be = backend(mode);
+    for (const Case& c : cases) {
+      const HostLinear gw = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
+      const HostLinear uw = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
+      HostTensor x(DType::F32, {c.T, c.K}), gate(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N});
+      HostTensor want(DType::F32, {c.T, c.N});
+      x.random(rng);
+      cpu::matmul(x.t, linear_view(gw), gate.t);
+      cpu::matmul(x.t, linear_view(uw), up.t);
+      cpu::swiglu(gate.t, up.t, want.t);
+      DeviceLinear dgw(*be, gw), duw(*be, uw);
+      DeviceTensor dx(*be, x), dgate(*be, gate), dup(*be, up);
+      be->gate_up_swiglu(dx.t, dgw.linear, duw.linear, dgate.t, dup.t, dgate.t);
+      EXPECT_LT(relative_error(dgate.floats(), want.floats()), tolerance(c)) << mode << " " << describe(c);
+    }
+  }
+}
+
+// The decode-step fusions with quantized weights: the norm read into the GEMV, and accumulation.
+TEST_P(GpuQuantizedOps, NormsFoldedIntoMatmuls) {
+  const std::vector<Case> cases = {{1, 5120, 6144, WeightFormat::Int8, 5120}, {2, 4096, 3000, WeightFormat::Int4, 128, true},
+                                   {1, 256, 1024, WeightFormat::Int4, 32}};
+  for (const char* mode : {"float32", "bfloat16"}) {
+    auto be = backend(mode);
+    for (const Case& c : cases) {
+      if (!be->fuses_norms(c.T, WeightFormat::Dense)) continue;  // the GEMV takes these rows
+      const HostLinear w = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
+      const HostLinear up_w = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
+      HostTensor x(DType::F32, {c.T, c.K}), nw(DType::BF16, {c.K}), normed(DType::F32, {c.T, c.K});
+      HostTensor y(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N}), acc(DType::F32, {c.T, c.N});
+      x.random(rng, -3, 3), nw.random(rng, -0.5f, 0.5f), acc.random(rng);
+      DeviceLinear dw(*be, w), dup_w(*be, up_w);
+      DeviceTensor dx(*be, x), dnw(*be, nw), dy(*be, y), dacc(*be, acc);
+      cpu::rms_norm(x.t, nw.t, 1e-6f, true, normed.t);
+      const Linear ws[] = {dw.linear};
+      const Tensor ys[] = {dy.t};
+      be->norm_matmul_group(dx.t, dnw.t, 1e-6f, ws, ys);
+      cpu::matmul(normed.t, linear_view(w), y.t);
+      const std::string what = std::string(mode) + " " + describe(c);
+      EXPECT_LT(relative_error(dy.floats(), y.floats()), 1e-4f) << what << " norm_matmul_group";
+      be->norm_gate_up_swiglu(dx.t, dnw.t, 1e-6f, dw.linear, dup_w.linear, dy.t);
+      cpu::matmul(normed.t, linear_view(up_w), up.t);
+      cpu::swiglu(y.t, up.t, y.t);
+      EXPECT_LT(relative_error(dy.floats(), y.floats()), 1e-4f) << what << " norm_gate_up_swiglu";
+      be->matmul_accumulate(dx.t, dw.linear, dacc.t);
+      cpu::matmul(x.t, linear_view(w), y.t);
+      std::vector<float> expected = acc.floats();
+      const std::vector<float> product = y.floats();
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] += product[i];
+      EXPECT_LT(relative_error(dacc.floats(), expected), 1e-4f) << what << " matmul_accumulate";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lanes, GpuQuantizedOps, ::testing::Values(0, 64),
+                         [](const auto& info) { return info.param == 0 ? std::string("native") : std::string("wave64"); });
+
+}  // namespace
+}  // namespace dcu::testing

@@ -1,0 +1,139 @@
+// Load-time int8 / int4 quantization (--quantization) of the bundled demo model (a trained model: the
+// random-weight fixtures' peaked logits say nothing about accuracy), against the 16-bit model: the per-position KL divergence of the next-token
+// distributions, KL(p_16bit || p_quantized), and greedy answers. The numbers are printed (they are
+// the accuracy table of docs/QUANTIZATION.md); the bounds are the issue's int8 gate (mean KLD at most
+// 1e-3) and, for int4, a bound that only a broken kernel or layout would cross.
+//   - the six reference chats against transformers' float32 logits (reference.safetensors);
+//   - a 2k-token corpus: 40 chats of the demo model's own kind ("What does X mean?") with the 16-bit
+//     model's greedy answers, against the 16-bit engine.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "support/model_fixture.h"
+#include "text/tokenizer.h"
+
+namespace dcu::testing {
+namespace {
+
+constexpr const char* kDemo = "models/dcuserve-demo";
+
+// KL(p || q) of two logit rows, in double.
+double kl_divergence(const float* p_logits, const float* q_logits, int64_t V) {
+  auto log_softmax = [V](const float* x) {
+    const double m = *std::max_element(x, x + V);
+    double s = 0;
+    for (int64_t i = 0; i < V; ++i) s += std::exp(double(x[i]) - m);
+    std::vector<double> out(static_cast<size_t>(V));
+    for (int64_t i = 0; i < V; ++i) out[size_t(i)] = double(x[i]) - m - std::log(s);
+    return out;
+  };
+  const std::vector<double> lp = log_softmax(p_logits), lq = log_softmax(q_logits);
+  double kl = 0;
+  for (int64_t i = 0; i < V; ++i) kl += std::exp(lp[size_t(i)]) * (lp[size_t(i)] - lq[size_t(i)]);
+  return std::max(kl, 0.0);
+}
+
+struct KldSummary {
+  double mean = 0, p99 = 0, max = 0;
+  size_t positions = 0;
+};
+
+KldSummary summarize(std::vector<double> klds) {
+  KldSummary s;
+  s.positions = klds.size();
+  for (double k : klds) s.mean += k;
+  s.mean /= double(std::max<size_t>(1, klds.size()));
+  std::sort(klds.begin(), klds.end());
+  if (!klds.empty()) s.p99 = klds[size_t(0.99 * double(klds.size() - 1))], s.max = klds.back();
+  return s;
+}
+
+void report(const char* what, WeightFormat f, const KldSummary& s) {
+  std::printf("KLD %-34s %-5s positions %5zu  mean %.3e  p99 %.3e  max %.3e\n", what,
+              std::string(weight_format_name(f)).c_str(), s.positions, s.mean, s.p99, s.max);
+}
+
+// Prefill logits of every position of `ids` (one sequence, one step).
+std::vector<float> prompt_logits(LoadedModel& model, const std::vector<int32_t>& ids) {
+  auto seq = model.start_sequence(ids);
+  std::vector<float> logits = model.step({{&seq, int(ids.size())}}, true);
+  model.finish_sequence(seq);
+  return logits;
+}
+
+double mean_bound(WeightFormat f) { return f == WeightFormat::Int8 ? 1e-3 : 0.1; }
+
+LoadedModel quantized(const std::string& dir, WeightFormat f) {
+  return LoadedModel(dir, 1024, 512, 8, make_cpu_backend(), WeightOptions{std::nullopt, f});
+}
+
+TEST(QuantizedModel, ReferenceChatsAgainstTransformers) {
+  Reference ref(std::string(kDemo) + "/reference.safetensors");
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4}) {
+    LoadedModel model = quantized(kDemo, f);
+    const int64_t V = model.config.vocab_size;
+    std::vector<double> klds;
+    for (const ReferenceCase& c : reference_cases(kDemo)) {
+      const std::vector<float> expected = ref.floats(c.key + ".logits");
+      const std::vector<float> got = prompt_logits(model, c.ids);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t p = 0; p < c.ids.size(); ++p) klds.push_back(kl_divergence(&expected[p * V], &got[p * V], V));
+    }
+    const KldSummary s = summarize(klds);
+    report("demo, six reference chats", f, s);
+    EXPECT_LE(s.mean, mean_bound(f)) << weight_format_name(f);
+  }
+}
+
+// The issue's gate: int8's greedy answers to the demo chats are transformers' answers.
+TEST(QuantizedModel, Int8GreedyAnswersOfTheDemoChatsAreTheReference) {
+  LoadedModel model = quantized(kDemo, WeightFormat::Int8);
+  for (const ReferenceCase& c : reference_cases(kDemo)) EXPECT_EQ(model.greedy(c.ids, c.greedy.size()), c.greedy) << c.key;
+}
+
+TEST(QuantizedModel, TwoThousandTokensOfDemoChats) {
+  const char* words[] = {"harbor",  "compiler", "river",   "lantern", "garden",  "anchor",  "silver",  "thunder",
+                         "meadow",  "engine",   "whisper", "castle",  "orbit",   "pepper",  "violin",  "glacier",
+                         "ladder",  "mirror",   "candle",  "forest",  "bridge",  "falcon",  "harvest", "marble",
+                         "shadow",  "velvet",   "kettle",  "island",  "feather", "compass", "lemon",   "saddle",
+                         "thimble", "quarry",   "tundra",  "walnut",  "beacon",  "cobweb",  "drizzle", "estuary"};
+  const text::Tokenizer tokenizer = text::Tokenizer::load(kDemo);
+  LoadedModel base(kDemo);
+  std::vector<std::vector<int32_t>> chats;
+  size_t total = 0;
+  for (const char* w : words) {
+    std::vector<int32_t> ids = tokenizer.encode(std::string("<|im_start|>user\nWhat does \"") + w +
+                                                "\" mean?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    const std::vector<int32_t> answer = base.greedy(ids, 40);
+    ids.insert(ids.end(), answer.begin(), answer.end());
+    total += ids.size();
+    chats.push_back(std::move(ids));
+  }
+  ASSERT_GE(total, 2000u);
+  const int64_t V = base.config.vocab_size;
+  std::vector<std::vector<float>> base_logits;
+  for (const auto& ids : chats) base_logits.push_back(prompt_logits(base, ids));
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4}) {
+    LoadedModel model = quantized(kDemo, f);
+    std::vector<double> klds;
+    size_t agree = 0;
+    for (size_t i = 0; i < chats.size(); ++i) {
+      const std::vector<float> got = prompt_logits(model, chats[i]);
+      for (size_t p = 0; p < chats[i].size(); ++p) {
+        klds.push_back(kl_divergence(&base_logits[i][p * V], &got[p * V], V));
+        agree += argmax(&base_logits[i][p * V], V) == argmax(&got[p * V], V);
+      }
+    }
+    const KldSummary s = summarize(klds);
+    report("demo, 40 chats (2k tokens)", f, s);
+    std::printf("    top-1 agreement with the 16-bit model: %.2f %%\n", 100.0 * double(agree) / double(s.positions));
+    EXPECT_LE(s.mean, mean_bound(f)) << weight_format_name(f);
+  }
+}
+
+}  // namespace
+}  // namespace dcu::testing
