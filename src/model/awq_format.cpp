@@ -35,9 +35,14 @@ HostLinear decode_awq(const ModuleTensors& m) {
       s[size_t(n * groups + g)] = float_at(scales, size_t(g * N + n));
     }
   std::vector<uint8_t> q(size_t(N * K));  // [N, K]
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      q[size_t(n * K + k)] = uint8_t((u32_at(qweight, size_t(k * (N / 8) + n / 8)) >> kShift[n % 8]) & 0xF);
+  // 32 k at a time (K is a multiple of 32), so that each row's writes fill a cache line.
+#pragma omp parallel for schedule(static)
+  for (int64_t k0 = 0; k0 < K; k0 += 32)
+    for (int64_t c = 0; c < N / 8; ++c)
+      for (int64_t k = k0; k < k0 + 32; ++k) {
+        const uint32_t word = u32_at(qweight, size_t(k * (N / 8) + c));
+        for (int j = 0; j < 8; ++j) q[size_t((8 * c + j) * K + k)] = uint8_t((word >> kShift[j]) & 0xF);
+      }
   return int4_linear(m, group_layout(m, G, nullptr), q, std::move(s), std::move(zeros));
 }
 

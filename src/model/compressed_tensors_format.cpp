@@ -87,6 +87,7 @@ HostLinear decode_ct_packed(const ModuleTensors& m) {
   };
   if (bits == 4) {
     std::vector<uint8_t> q(size_t(N * K));  // [N, K]: q + 8
+#pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) q[size_t(n * K + k)] = uint8_t(stored(n, k));
     return int4_linear(m, layout, q, std::move(s), std::move(zeros));

@@ -94,13 +94,17 @@ HostLinear int4_linear(const ModuleTensors& m, const GroupLayout& layout, const 
   h.cols = K;
   h.group = layout.group;
   h.codes.resize(size_t(N * K / 2));
-  std::vector<uint8_t> row(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; ++n) {
-    const uint8_t* src = q.data() + n * K;
-    if (layout.k_order.empty()) std::copy(src, src + K, row.begin());
-    else
-      for (int64_t j = 0; j < K; ++j) row[size_t(j)] = src[layout.k_order[size_t(j)]];
-    pack_int4_row(row.data(), K, h.codes.data() + n * (K / 2));
+#pragma omp parallel
+  {
+    std::vector<uint8_t> row(static_cast<size_t>(K));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const uint8_t* src = q.data() + n * K;
+      if (layout.k_order.empty()) std::copy(src, src + K, row.begin());
+      else
+        for (int64_t j = 0; j < K; ++j) row[size_t(j)] = src[layout.k_order[size_t(j)]];
+      pack_int4_row(row.data(), K, h.codes.data() + n * (K / 2));
+    }
   }
   h.scales = std::move(scales);
   if (!std::all_of(zeros.begin(), zeros.end(), [](uint8_t z) { return z == 8; })) h.zeros = std::move(zeros);
