@@ -2,7 +2,8 @@
 # Compiles every GPU kernel file for gfx906 (device code only, assembly out) with Debian's clang-15 and
 # fails when the code objects contain instructions gfx906 lacks or that we never want there:
 #   v_mfma* (matrix cores), *permlane* (gfx10+ lane permutes), bf16 dot products;
-# and when the decode GEMV for F16 weights has no v_dot2_f32_f16 inside a loop.
+# when a decode GEMV for F16 weights or int8 / int4 codes has no v_dot2_f32_f16 inside a loop; and
+# when a decode kernel (matmul.cu) uses scratch memory (register spills). Lists every kernel's VGPRs.
 # Usage: scripts/audit_gfx906.sh [output-dir]   (needs: apt-get install hipcc)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,11 +35,13 @@ for line in asm:
     if m: cur = m.group(1); funcs[cur] = []; continue
     if cur and line.startswith('.Lfunc_end'): cur = None; continue
     if cur: funcs[cur].append(line)
-f16 = {n: b for n, b in funcs.items() if '3F16ELb1E' in n}  # F16 weights, Vec = true (either Norm)
-if not f16:
-    print('audit_gfx906: no vectorised F16 gemv_kernel instantiation found in matmul.s'); sys.exit(1)
+# F16 weights or quantized codes, Vec = true (either Norm)
+dot2 = {n: b for n, b in funcs.items() if any(t in n for t in ('3F16ELb1E', '8Int8CodeELb1E', '8Int4PairELb1E'))}
 ok = True
-for name, body in f16.items():
+for kind in ('3F16E', '8Int8CodeE', '8Int4PairE'):
+    if not any(kind in n for n in dot2):
+        print(f'audit_gfx906: no vectorised {kind} gemv_kernel instantiation found in matmul.s'); ok = False
+for name, body in dot2.items():
     labels = {}
     in_loop = False
     for i, line in enumerate(body):
@@ -49,6 +52,22 @@ for name, body in f16.items():
             if any('v_dot2_f32_f16' in l for l in body[labels[b.group(2)]:i]): in_loop = True
     print(f"audit_gfx906: {name}: v_dot2_f32_f16 in a loop: {'yes' if in_loop else 'NO'}")
     ok &= in_loop
+sys.exit(0 if ok else 1)
+PY
+# Every kernel's VGPRs and scratch bytes from the code-object metadata; a decode kernel (matmul.cu)
+# with scratch spills registers to memory.
+/usr/bin/python3 - "$out" <<'PY' || status=1
+import glob, os, re, sys
+ok = True
+for path in sorted(glob.glob(os.path.join(sys.argv[1], '*.s'))):
+    text = open(path).read()
+    for m in re.finditer(r'\.name:\s+(\S+)\n(.*?)(?=\n\s+- \.|\n\s*\.end_amdgpu_metadata)', text, re.S):
+        name, block = m.group(1), m.group(2)
+        scratch = int(re.search(r'\.private_segment_fixed_size:\s+(\d+)', block).group(1))
+        vgprs = int(re.search(r'\.vgpr_count:\s+(\d+)', block).group(1))
+        print(f"audit_gfx906: {os.path.basename(path)[:-2]}: {vgprs:3d} VGPRs, scratch {scratch:5d} B  {name}")
+        if scratch and os.path.basename(path) == 'matmul.s':
+            print(f"audit_gfx906: decode kernel {name} spills to scratch"); ok = False
 sys.exit(0 if ok else 1)
 PY
 [ $status -eq 0 ] && echo "audit_gfx906: PASS" || echo "audit_gfx906: FAIL"

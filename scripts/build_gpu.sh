@@ -2,7 +2,7 @@
 # Builds the GPU backend and its tests.
 #   scripts/build_gpu.sh cuda [build-dir] [cuda-archs]   nvcc from /usr/local/cuda, archs default "80;90a"
 #   scripts/build_gpu.sh hip  [build-dir]                Debian's hipcc/clang-15 for gfx906 (apt-get install hipcc)
-# Then: <build-dir>/tests/backend/gpu_ops_test, gpu_golden_test and gpu_tp_test (they skip when no GPU is present),
+# Then: <build-dir>/tests/backend/gpu_ops_test, gpu_quantized_ops_test, gpu_golden_test and gpu_tp_test (they skip when no GPU is present),
 # and gpu_kernel_bench (per-kernel speed, docs/PERFORMANCE_GPU.md). EXTRA_TARGETS="dcuserve" adds more.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,4 +15,4 @@ case "$vendor" in
   *) echo "usage: $0 cuda|hip [build-dir]"; exit 2 ;;
 esac
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${flags[@]}"
-cmake --build "$build" --target dcuserve_gpu gpu_arch_test gpu_ops_test gpu_golden_test gpu_tp_test gpu_kernel_bench ${EXTRA_TARGETS:-} -j"${JOBS:-2}"
+cmake --build "$build" --target dcuserve_gpu gpu_arch_test gpu_ops_test gpu_quantized_ops_test gpu_golden_test gpu_tp_test gpu_kernel_bench ${EXTRA_TARGETS:-} -j"${JOBS:-2}"

@@ -102,10 +102,10 @@ class Backend {
   virtual void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
                               Tensor out);
   // Decode steps with the norms folded into the matmuls. Whether the three ops below run for T token
-  // rows of weights in `format` (default: never); the model runner then keeps the residual stream out
-  // of separate norm ops: the projections that produce a residual delta add it in place, and those
-  // that read the normed residual normalise it as they read it.
-  virtual bool fuses_norms(int64_t T, WeightFormat format) const { return false; }
+  // rows (default: never); the model runner then keeps the residual stream out of separate norm ops:
+  // the projections that produce a residual delta add it in place, and those that read the normed
+  // residual normalise it as they read it.
+  virtual bool fuses_norms(int64_t T) const { return false; }
   // matmul_group of n = rms_norm(x) (1 + norm_w) (the zero-centred norm), n never written.
   // x [T, K] (the residual stream), norm_w [K]; ws, ys as in matmul_group.
   virtual void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,

@@ -259,7 +259,7 @@ Tensor ModelRunner::forward(int T, int R) {
   // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's); on a
   // backend that folds norms into its matmuls (decode steps, nobody observing the normed rows)
   // neither is an op of its own: see project_input and project_output.
-  fold_norms_ = !observer_ && backend_.fuses_norms(T, weights_.layers[0].mlp.gate_proj.format);
+  fold_norms_ = !observer_ && backend_.fuses_norms(T);
   Tensor normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
   const float eps = c.rms_norm_eps;
   if (!fold_norms_) backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);

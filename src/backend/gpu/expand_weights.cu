@@ -6,7 +6,8 @@
 namespace dcu::gpu {
 namespace {
 
-// grid-stride over chunks of 8 consecutive weights of one row (K % 8 == 0): out [N, K] of H.
+// grid-stride over chunks of 8 consecutive weights of one row (K % 8 == 0): out [N, K] of H (Bf16, F16
+// or float).
 template <typename H>
 __global__ void expand_kernel(const MatmulArgs a, H* out) {
   start_after_previous_kernel();
@@ -29,13 +30,18 @@ __global__ void expand_kernel(const MatmulArgs a, H* out) {
         v[2 * j + 1] = scale * (float((w >> (4 * j + 16)) & 0xFu) - zero);
       }
     }
-    H h[8];
+    if constexpr (std::is_same_v<H, float>) {
+      reinterpret_cast<float4*>(out)[2 * c] = make_float4(v[0], v[1], v[2], v[3]);
+      reinterpret_cast<float4*>(out)[2 * c + 1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+      H h[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) from_f32(v[j], &h[j]);
-    uint4 packed;
-    packed.x = h[0].bits | uint32_t(h[1].bits) << 16, packed.y = h[2].bits | uint32_t(h[3].bits) << 16;
-    packed.z = h[4].bits | uint32_t(h[5].bits) << 16, packed.w = h[6].bits | uint32_t(h[7].bits) << 16;
-    reinterpret_cast<uint4*>(out)[c] = packed;
+      for (int j = 0; j < 8; ++j) from_f32(v[j], &h[j]);
+      uint4 packed;
+      packed.x = h[0].bits | uint32_t(h[1].bits) << 16, packed.y = h[2].bits | uint32_t(h[3].bits) << 16;
+      packed.z = h[4].bits | uint32_t(h[5].bits) << 16, packed.w = h[6].bits | uint32_t(h[7].bits) << 16;
+      reinterpret_cast<uint4*>(out)[c] = packed;
+    }
   }
 }
 
@@ -47,7 +53,8 @@ void launch_expand_weights(const Launch& l, const MatmulArgs& a, void* out, DTyp
   const int64_t chunks = a.N * a.K / 8;
   const unsigned grid = unsigned(std::min<int64_t>(blocks_for(chunks, 256), 8192));
   if (type == DType::BF16) launch_overlapping(l, expand_kernel<Bf16>, grid, 256, 0, a, static_cast<Bf16*>(out));
-  else launch_overlapping(l, expand_kernel<F16>, grid, 256, 0, a, static_cast<F16*>(out));
+  else if (type == DType::F16) launch_overlapping(l, expand_kernel<F16>, grid, 256, 0, a, static_cast<F16*>(out));
+  else launch_overlapping(l, expand_kernel<float>, grid, 256, 0, a, static_cast<float*>(out));
   GPU_CHECK_LAUNCH();
 }
 

@@ -203,10 +203,7 @@ class GpuBackend final : public Backend {
     DCU_CHECK(same_kernel(args[0], args[1]));
     gpu::launch_gate_up_swiglu(launch(), args[0], args[1], out.as<float>(), scratch_);
   }
-  // Quantized weights in the vendor-BLAS mode take the tensor-core kernel, which does not fold norms.
-  bool fuses_norms(int64_t T, WeightFormat format) const override {
-    return gpu::gemv_takes_all(gemv_max_tokens_, T) && (format == WeightFormat::Dense || !tensor_cores_);
-  }
+  bool fuses_norms(int64_t T) const override { return gpu::gemv_takes_all(gemv_max_tokens_, T); }
   void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
                          std::span<const Tensor> ys) override {
     DCU_CHECK(norm_w.numel() == x.cols());

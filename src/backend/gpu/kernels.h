@@ -95,7 +95,7 @@ bool gemv_takes_all(int gemv_max_tokens, int64_t T);
 // group[1] = up, out = group[0].y), of rms_norm(x) (1 + norm_w); and y += x . w^T.
 void launch_norm_matmul_group(const Launch& l, const MatmulArgs* group, int count, bool swiglu, const GemvFusion& norm);
 void launch_matmul_accumulate(const Launch& l, const MatmulArgs& a);
-// A quantized weight a (backend/linear.h) as dense 16-bit weights: out [N, K] of type (BF16 or F16).
+// A quantized weight a (backend/linear.h) as dense weights: out [N, K] of type (BF16, F16 or F32).
 void launch_expand_weights(const Launch& l, const MatmulArgs& a, void* out, DType type);
 // Whether this device runs kernels built with the waits that launch_overlapping needs (sm_90+ code).
 bool kernels_can_overlap();

@@ -6,10 +6,11 @@
 //    narrow matrix ([1024, 5120]) spreads over the GPU (split-K inside the block, reduced through
 //    shared memory). On gfx906 F16 weights go through v_dot2_f32_f16 (the activations are rounded
 //    to f16 for the dot, the sum stays f32); BF16 is widened by a shift (no bf16 arithmetic there).
-//    Quantized weights take the GEMV up to kGemvMaxTokens rows (CUDA's vendor-BLAS mode: the
-//    tensor-core kernel up to 32 rows instead, which dequantizes as it loads): each 8-code chunk is widened to f32
-//    weights scale * (q - zero) once for all token rows (on gfx906 the codes become f16 pairs by bit
-//    tricks, exactly, and go through v_dot2_f32_f16, the chunk's scale applied to its sum).
+//    Quantized weights take the GEMV up to kGemvMaxTokens rows (in CUDA's vendor-BLAS mode only the
+//    rows gemv_max_tokens allows; above, up to 32 rows, the tensor-core kernel, which dequantizes as
+//    it loads): each 8-code chunk is widened to f32 q - zero once for all token rows, exactly, and the
+//    chunk's scale multiplies its dot products (on gfx906 the codes become f16 pairs by bit tricks,
+//    exactly, and go through v_dot2_f32_f16).
 //  - larger T, quantized weights: expanded into 16-bit weights (Launch::expanded), then as below.
 //  - larger T, exact precision: a portable 64x64 shared-memory tiled kernel, f32 FMA.
 //  - larger T, CUDA with vendor BLAS (bf16/f16 precision mode): up to 32 rows, the tensor-core kernel
@@ -39,14 +40,22 @@ constexpr int kGemvThreads = 128;
 // CUDA, one token row: at most 48 registers, 10 blocks of 128 threads per SM. Left to the compiler
 // (50-64 registers with the folded norm and accumulation), batch 1 lost 2-3 % on H200 against 10
 // blocks (docs/PERFORMANCE_GPU.md, round 10). HIP's second bound means waves per SIMD: not set.
+// Quantized weights: no such bound (their 8 columns of widened codes need the registers).
 #if defined(DCUSERVE_CUDA)
-#define DCU_GEMV_BOUNDS(TR) __launch_bounds__(kGemvThreads, (TR) == 1 ? 10 : 0)
+#define DCU_GEMV_BOUNDS(TR, W) __launch_bounds__(kGemvThreads, (TR) == 1 && !kQuantized<W> ? 10 : 0)
 #else
-#define DCU_GEMV_BOUNDS(TR) __launch_bounds__(kGemvThreads)
+#define DCU_GEMV_BOUNDS(TR, W) __launch_bounds__(kGemvThreads)
 #endif
 // Output columns per block: C weight loads in flight per thread. (8 measured 3-7 % slower at T = 1 on
-// the 27B shapes: fewer, longer blocks.)
+// the 27B shapes: fewer, longer blocks.) On CUDA quantized codes take 8 (up to 2 rows), so that a
+// thread has as many bytes of int8 weights in flight as of 16-bit ones (H200, 27B int8 batch 1: 71.6 ->
+// 85.2 tok/s); gfx906 keeps 4, where 8 needs 99-128 VGPRs (two waves per SIMD).
 constexpr int kGemvColumns = 4;
+#if defined(DCUSERVE_CUDA)
+template <typename W, int TR> constexpr int kGemvColumnsOf = kQuantized<W> && TR <= 2 ? 8 : kGemvColumns;
+#else
+template <typename W, int TR> constexpr int kGemvColumnsOf = kGemvColumns;
+#endif
 
 // 16 bytes of weights; on CUDA marked streaming (read once: leave L1 to the activations).
 __device__ __forceinline__ uint4 load16(const void* p) {
@@ -79,8 +88,8 @@ __device__ __forceinline__ void load8(const H* w, float* out) {
 typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
 #endif
 
-// Eight codes at a multiple of 8 as f32 weights scale * (q - zero).
-__device__ __forceinline__ void load8(const Int8Code* p, float scale, float, float* out) {
+// Eight codes at a multiple of 8 as f32 q - zero (the chunk's scale multiplies their dot product).
+__device__ __forceinline__ void load8(const Int8Code* p, float, float* out) {
 #if defined(DCUSERVE_CUDA)
   const uint2 u = __ldcs(reinterpret_cast<const uint2*>(p));
 #else
@@ -90,9 +99,9 @@ __device__ __forceinline__ void load8(const Int8Code* p, float scale, float, flo
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = scale * (magic_float((words[i] >> (8 * j)) & 0xFFu) - 8388736.0f);
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = magic_float((words[i] >> (8 * j)) & 0xFFu) - 8388736.0f;
 }
-__device__ __forceinline__ void load8(const Int4Pair* p, float scale, float zero, float* out) {
+__device__ __forceinline__ void load8(const Int4Pair* p, float zero, float* out) {
 #if defined(DCUSERVE_CUDA)
   const uint32_t w = __ldcs(reinterpret_cast<const unsigned int*>(p));
 #else
@@ -101,8 +110,8 @@ __device__ __forceinline__ void load8(const Int4Pair* p, float scale, float zero
   const float bias = 8388608.0f + zero;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {  // k = 2j in nibble j, k = 2j + 1 in nibble j + 4
-    out[2 * j] = scale * (magic_float((w >> (4 * j)) & 0xFu) - bias);
-    out[2 * j + 1] = scale * (magic_float((w >> (4 * j + 16)) & 0xFu) - bias);
+    out[2 * j] = magic_float((w >> (4 * j)) & 0xFu) - bias;
+    out[2 * j + 1] = magic_float((w >> (4 * j + 16)) & 0xFu) - bias;
   }
 }
 
@@ -177,7 +186,7 @@ __device__ __forceinline__ float load_norm(const void* w, DType type, int64_t k)
 // norm's registers (64 against 44) would cost the other GEMVs occupancy (27B batch 1 -6 %).
 // fusion.accumulate: y += sums.
 template <int Lanes, int TR, int C, typename W, bool Vec, bool Norm>
-__global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts, int T,
+__global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts, int T,
                                                 int64_t K) {
   __shared__ float partial[kGemvThreads / Lanes][C * TR + TR];  // column sums, then row squares
   const int p = group_entry(parts.block_end, unsigned(blockIdx.x));
@@ -287,11 +296,14 @@ __global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, con
         continue;
       }
 #endif
-      float wv[C][8];
+      float wv[C][8], scale[C];
       if constexpr (kQuantized<W>) {
         const int64_t g = k / parts.group;
 #pragma unroll
-        for (int c = 0; c < C; ++c) load8(wr[c] + k / E, sr[c][g], zr[c] ? float(zr[c][g]) : 8.0f, wv[c]);
+        for (int c = 0; c < C; ++c) {
+          load8(wr[c] + k / E, zr[c] ? float(zr[c][g]) : 8.0f, wv[c]);
+          scale[c] = sr[c][g];
+        }
       } else {
 #pragma unroll
         for (int c = 0; c < C; ++c) load8(wr[c] + k, wv[c]);
@@ -302,9 +314,12 @@ __global__ void DCU_GEMV_BOUNDS(TR) gemv_kernel(const float* __restrict__ x, con
           float4 a, b;
           x8(t, k, nw, a, b);
 #pragma unroll
-          for (int c = 0; c < C; ++c)
-            acc[c][t] += wv[c][0] * a.x + wv[c][1] * a.y + wv[c][2] * a.z + wv[c][3] * a.w + wv[c][4] * b.x +
-                         wv[c][5] * b.y + wv[c][6] * b.z + wv[c][7] * b.w;
+          for (int c = 0; c < C; ++c) {
+            const float dot = wv[c][0] * a.x + wv[c][1] * a.y + wv[c][2] * a.z + wv[c][3] * a.w + wv[c][4] * b.x +
+                              wv[c][5] * b.y + wv[c][6] * b.z + wv[c][7] * b.w;
+            if constexpr (kQuantized<W>) acc[c][t] = fmaf(scale[c], dot, acc[c][t]);
+            else acc[c][t] += dot;
+          }
         }
       }
     }
@@ -419,7 +434,7 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
   for (int p = 0; p < count; ++p) vec = vec && aligned16(group[p].w);
   const int T = int(a.T);
   auto go = [&](auto tr) {
-    constexpr int TR = decltype(tr)::value, C = kGemvColumns;
+    constexpr int TR = decltype(tr)::value, C = kGemvColumnsOf<W, TR>;
     GemvParts<W> parts{};
     parts.swiglu = swiglu;
     parts.fusion = fusion;
@@ -441,9 +456,11 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
       launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, Vec, Norm>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
     };
     using std::bool_constant;
-    if (kQuantized<W> && !vec)  // Linear's checks make K a multiple of 32; the codes are allocations
-      fail_call("launch_gemv", __FILE__, __LINE__, "quantized weights need 16-byte aligned rows of x");
-    if (fusion.norm_w) {
+    if constexpr (kQuantized<W>) {  // Linear's checks make K a multiple of 32; the codes are allocations
+      if (!vec) fail_call("launch_gemv", __FILE__, __LINE__, "quantized weights need 16-byte aligned rows of x");
+      if (fusion.norm_w) launch(bool_constant<true>{}, bool_constant<true>{});
+      else launch(bool_constant<true>{}, bool_constant<false>{});
+    } else if (fusion.norm_w) {
       if (vec) launch(bool_constant<true>{}, bool_constant<true>{});
       else launch(bool_constant<false>{}, bool_constant<true>{});
     } else {
@@ -589,8 +606,11 @@ bool tensor_cores_take(const Launch& l, const MatmulArgs& a) {
 }
 
 bool use_gemv(const Launch& l, const MatmulArgs& a) {
-  // Quantized: the tensor-core kernel where it applies, else the GEMV.
-  if (a.format != WeightFormat::Dense) return a.T <= kGemvMaxTokens && !tensor_cores_take(l, a);
+  // Quantized: the GEMV for the rows it takes (and its fusions), the tensor-core kernel beyond where
+  // it applies (its launches of split, multiply and sum cost more than the GEMV at 1-2 rows), else
+  // the GEMV up to its 16 rows.
+  if (a.format != WeightFormat::Dense)
+    return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && !tensor_cores_take(l, a));
   return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns);
 }
 
@@ -667,20 +687,21 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
     return launch_tensor_core_matmul(l, larger, larger_count, scratch);
 #endif
   if (larger[0].format != WeightFormat::Dense) {
-    // Prompt-sized: each weight expanded into 16-bit weights (bf16 on CUDA, as its GEMMs take them;
-    // f16 for gfx906's dot), then the dense kernels. The expansion reads the codes once and writes
-    // 2 bytes a weight: small next to a GEMM of this many rows.
+    // Prompt-sized: each weight expanded into the type the dense kernel takes (the vendor GEMMs: bf16
+    // on CUDA, f16 on rocBLAS; the exact-precision tiled kernel: f32, exact), then that kernel. The
+    // expansion reads the codes once and writes 2 or 4 bytes a weight: small next to a GEMM of this
+    // many rows.
 #if defined(DCUSERVE_CUDA)
-    constexpr DType kExpanded = DType::BF16;
+    const DType expanded_type = l.blas ? DType::BF16 : DType::F32;
 #else
-    constexpr DType kExpanded = DType::F16;
+    const DType expanded_type = l.blas ? DType::F16 : DType::F32;
 #endif
     if (!l.expanded) fail_call("launch_matmul_group", __FILE__, __LINE__, "no scratch for expanded weights");
     for (int i = 0; i < larger_count; ++i) {
       MatmulArgs dense = larger[i];
-      void* w16 = l.expanded->get(size_t(dense.N * dense.K) * dtype_size(kExpanded));
-      launch_expand_weights(l, larger[i], w16, kExpanded);
-      dense.w = w16, dense.w_type = kExpanded, dense.format = WeightFormat::Dense;
+      void* weights = l.expanded->get(size_t(dense.N * dense.K) * dtype_size(expanded_type));
+      launch_expand_weights(l, larger[i], weights, expanded_type);
+      dense.w = weights, dense.w_type = expanded_type, dense.format = WeightFormat::Dense;
       dense.scales = nullptr, dense.zeros = nullptr, dense.group = 0;
       launch_matmul_group(l, &dense, 1, scratch);
     }
