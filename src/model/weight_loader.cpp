@@ -1,15 +1,20 @@
-// Maps checkpoint tensor names to ModelWeights, checking every shape and dtype.
+// Maps checkpoint tensor names to ModelWeights, checking every shape and dtype; the matrices a quantized
+// checkpoint ships quantized go through model/quantized_loading.h.
 
 #include <atomic>
-#include <variant>
-#include <cstring>
 #include <cmath>
+#include <cstring>
+#include <set>
+#include <variant>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/mapped_file.h"
+#include "model/checkpoint_formats.h"
 #include "model/quantize.h"
+#include "model/quantized_loading.h"
 #include "model/safetensors.h"
+#include "model/weight_slice.h"
 #include "model/weights.h"
 
 namespace dcu {
@@ -50,15 +55,6 @@ class MixedStorage final : public WeightStorage {
   std::shared_ptr<WeightStorage> mapped_, buffers_;
 };
 
-// The part of a stored tensor one tensor-parallel rank holds: row ranges of the leading dimension,
-// concatenated, and a column range of the last dimension.
-struct Slice {
-  std::vector<std::pair<int64_t, int64_t>> rows;  // (begin, count); empty: every row
-  int64_t col_begin = 0, col_count = -1;          // -1: every column
-
-  bool whole() const { return rows.empty() && col_count < 0; }
-};
-
 // One expected tensor: where it goes (a plain tensor, or a matrix the matmuls read), the shape it must
 // have in the file and this rank's slice.
 struct Expected {
@@ -68,14 +64,13 @@ struct Expected {
   Slice slice = {};
 
   bool is_matrix() const { return std::holds_alternative<Linear*>(slot); }
+  // A Linear module of the checkpoint (a tied lm_head's quantized copy is the embedding, no module).
+  bool is_module() const { return is_matrix() && name != "embed_tokens.weight"; }
   void place(const Tensor& t) const {
     if (is_matrix()) *std::get<Linear*>(slot) = Linear(t);
     else *std::get<Tensor*>(slot) = t;
   }
 };
-
-Slice row_slice(int64_t begin, int64_t count) { return Slice{{{begin, count}}}; }
-Slice col_slice(int64_t begin, int64_t count) { return Slice{{}, begin, count}; }
 
 size_t numel_of(const std::vector<int64_t>& shape) {
   size_t n = 1;
@@ -252,6 +247,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const ShardPlan& shard, const LoadProgress& progress, const WeightOptions& options) {
   Checkpoint ckpt = Checkpoint::open(model_dir);
+  const QuantizationConfig shipped = load_quantization_config(model_dir);
   ModelWeights w;
   const bool quantize = options.quantize != WeightFormat::Dense;
   std::vector<Expected> expected = expected_tensors(config, w, shard, quantize);
@@ -265,6 +261,28 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       break;
     }
   if (prefix.empty()) fail("{}: no embed_tokens.weight under model.language_model.* or model.*", model_dir);
+  auto checkpoint_name = [&](const Expected& e) { return e.name == "lm_head.weight" ? e.name : prefix + e.name; };
+
+  // The Linear modules the model reads, and those the checkpoint ships quantized (no dense .weight).
+  std::set<std::string> modules;
+  std::vector<QuantizedMatrix> shipped_quantized;
+  std::vector<int> quantized_index(expected.size(), -1);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Expected& e = expected[i];
+    if (!e.is_module()) continue;
+    const std::string full = checkpoint_name(e);
+    const std::string module = full.substr(0, full.size() - std::string_view(".weight").size());
+    modules.insert(module);
+    const ModuleQuant q = shipped.module_storage(module);
+    if (!q.quantized()) continue;
+    quantized_index[i] = int(shipped_quantized.size());
+    shipped_quantized.push_back({e.name, module, q, e.shape[0], e.shape[1], e.slice});
+  }
+  // Before any tensor is read: a missing or unclaimed scale, or a rank split that cuts a group.
+  check_quantization_tensors(ckpt, shipped, modules, {"mtp.", "model.visual.", "visual."});
+  check_group_alignment(shipped_quantized, config, shard.size);
+  const std::map<std::string, size_t> module_sizes =
+      shipped_quantized.empty() ? std::map<std::string, size_t>{} : module_bytes(ckpt);
 
   const bool in_place = backend.kind() == DeviceKind::Cpu;
   auto buffers = std::make_shared<BufferStorage>(backend);
@@ -272,8 +290,15 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
   size_t total = 0, done = 0;
   std::vector<const StoredTensor*> stored;
   std::vector<size_t> slice_bytes;
-  for (const auto& e : expected) {
-    std::string full = e.name == "lm_head.weight" ? e.name : prefix + e.name;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Expected& e = expected[i];
+    if (quantized_index[i] >= 0) {  // decoded whole, so every rank reads all of it
+      stored.push_back(nullptr);
+      slice_bytes.push_back(module_sizes.at(shipped_quantized[size_t(quantized_index[i])].module));
+      total += slice_bytes.back();
+      continue;
+    }
+    const std::string full = checkpoint_name(e);
     const StoredTensor* t = ckpt.find(full);
     if (!t) fail("{}: tensor {} is missing from the checkpoint", model_dir, full);
     if (t->shape != e.shape)
@@ -285,8 +310,18 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     slice_bytes.push_back(numel_of(local_shape(e)) * dtype_size(*t->dtype));
     total += slice_bytes.back();
   }
+  auto upload = [&](const HostLinear& host) {
+    copied = true;
+    return upload_linear(host, backend, [&](size_t bytes) { return buffers->allocate(bytes); });
+  };
   for (size_t i = 0; i < expected.size(); ++i) {
     const Expected& e = expected[i];
+    if (quantized_index[i] >= 0) {
+      *std::get<Linear*>(e.slot) = upload(load_quantized_matrix(ckpt, shipped_quantized[size_t(quantized_index[i])]));
+      done += slice_bytes[i];
+      if (progress) progress(done, total);
+      continue;
+    }
     const StoredTensor* t = stored[i];
     const std::vector<int64_t> shape = local_shape(e);
     void* data = const_cast<void*>(t->data);
@@ -302,8 +337,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       else if (!e.slice.rows.empty()) rows += (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
       HostLinear host = make_host_linear(options.quantize, shape[0], shape[1], e.name);
       quantize_rows(rows, dtype, 0, shape[0], host);
-      *std::get<Linear*>(e.slot) = upload_linear(host, backend, [&](size_t bytes) { return buffers->allocate(bytes); });
-      copied = true;
+      *std::get<Linear*>(e.slot) = upload(host);
       done += slice_bytes[i];
       if (progress) progress(done, total);
       continue;

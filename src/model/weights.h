@@ -74,13 +74,17 @@ struct WeightOptions {
   // arithmetic); a matrix with a value beyond f16's range becomes F32 instead, with a warning.
   std::optional<DType> matrix_dtype;
   // Int8 / Int4: the 16-bit matrices quantized while loading (model/quantize.h), lm_head included
-  // (a tied one gets its own quantized copy of the embedding, which stays 16-bit for the lookup).
+  // (a tied one gets its own quantized copy of the embedding, which stays 16-bit for the lookup). On a
+  // quantized checkpoint these are the matrices it leaves in 16 bits; its quantized ones load as shipped.
   WeightFormat quantize = WeightFormat::Dense;
 };
 
 // Loads a Hugging Face model folder onto `backend`. The CPU backend reads the mapped files in place
 // (every page is read once while loading, so that `progress` and load times mean what they say);
-// other backends get copies. Throws dcu::Error for missing tensors, wrong shapes or dtypes.
+// other backends get copies. A checkpoint whose config.json has a quantization_config has the
+// matrices it stores quantized decoded to the canonical layouts (model/quantized_loading.h). Throws
+// dcu::Error for missing tensors, wrong shapes or dtypes, and quantization tensors that do not fit the
+// quantization_config.
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
                           const LoadProgress& progress = {});
 // One tensor-parallel rank's share (`shard`): only its slices are read from the mapped files. On the
