@@ -82,7 +82,8 @@ void run_bench(const BenchArgs& a) {
   }
   // --dtype float16: f16 weight matrices (converted while loading, or generated so).
   const std::optional<DType> weight_dtype = a.dtype == "float16" ? std::optional(DType::F16) : std::nullopt;
-  const WeightFormat quantize = load_time_quantization(a.quantization);
+  const QuantMethod shipped = dir.empty() ? QuantMethod::None : load_quantization_config(dir).method;
+  const WeightFormat quantize = load_time_quantization(a.quantization, shipped);
   std::vector<BenchRank> ranks(static_cast<size_t>(tp));
   for (int r = 0; r < tp; ++r) {
     const ShardPlan plan = shard_plan(config, r, tp);
@@ -136,7 +137,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
-  cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember({"none", "int8", "int4"}));
+  cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember(kQuantizationChoices));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--prompt-len", args->prompt_lens, "Prefill lengths, comma separated");

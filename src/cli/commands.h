@@ -1,6 +1,9 @@
 #pragma once
 // Each subcommand registers itself on the application; its callback runs after parsing.
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -18,9 +21,14 @@ inline constexpr const char* kMatmulPrecisionHelp =
     "high | medium (GPU, 16-bit --dtype: tensor-core matmuls take the activations as hi + lo 16-bit parts, "
     "or rounded to one: faster prefill, the precision of vLLM and llama.cpp)";
 
-// --quantization, shared by serve, generate and bench.
+// --quantization, shared by serve, generate and bench (model/quantize.h load_time_quantization says
+// what each value does).
+inline const std::vector<std::string> kQuantizationChoices = {
+    "none", "int8", "int4", "gptq", "gptq_marlin", "awq", "awq_marlin", "compressed-tensors", "fp8"};
 inline constexpr const char* kQuantizationHelp =
-    "none | int8 | int4: quantize a 16-bit checkpoint's matrices while loading (symmetric, one scale per 128 "
-    "inputs of a row), halving or quartering the bytes each token reads";
+    "none | int8 | int4 | gptq | gptq_marlin | awq | awq_marlin | compressed-tensors | fp8. A checkpoint with a "
+    "quantization_config loads as shipped; a method name must match it (as in vLLM). int8 | int4 quantize the "
+    "matrices stored in 16 bits while loading (symmetric, one scale per 128 inputs of a row), on a quantized "
+    "checkpoint those it left in 16 bits";
 
 }  // namespace dcu

@@ -150,7 +150,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hip");
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
-  cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember({"none", "int8", "int4"}));
+  cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember(kQuantizationChoices));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,

@@ -43,7 +43,9 @@ void print_quantization_choices(const ModelConfig& c) {
   }
 }
 
-void print_model(const ModelConfig& c, const std::string& source, double weight_bytes, int max_model_len) {
+// `shipped`: the checkpoint's quant_method (None: 16-bit), whose matrices load as stored.
+void print_model(const ModelConfig& c, const std::string& source, double weight_bytes, int max_model_len,
+                 QuantMethod shipped = QuantMethod::None) {
   std::printf("model:               %s\n", source.c_str());
   std::printf("model_type:          %s\n", c.model_type.c_str());
   std::printf("parameters:          %.3fB (text model)\n", double(c.parameter_count()) / 1e9);
@@ -65,7 +67,13 @@ void print_model(const ModelConfig& c, const std::string& source, double weight_
   std::printf("GDN state per seq:   %s (f32)\n", format_bytes(state).c_str());
   std::printf("one sequence of %d tokens: %s (bf16 KV) + weights\n", max_model_len,
               format_bytes(state + kv16 * max_model_len).c_str());
-  print_quantization_choices(c);
+  if (shipped == QuantMethod::None) {
+    print_quantization_choices(c);
+    return;
+  }
+  std::printf("quantization:        %s checkpoint, loaded as shipped (--quantization int8 | int4 also quantizes "
+              "the matrices it keeps in 16 bits)\n",
+              std::string(quant_method_name(shipped)).c_str());
 }
 
 void run_info(const InfoArgs& a) {
@@ -83,7 +91,7 @@ void run_info(const InfoArgs& a) {
       has_weights |= entry.path().extension() == ".safetensors";
     const double weight_bytes = has_weights ? double(Checkpoint::open(dir).total_bytes()) : double(c.parameter_count()) * 2;
     print_model(c, dir + (has_weights ? "" : " (no weights: bf16 size shown)"), weight_bytes,
-                a.max_model_len ? a.max_model_len : int(c.max_position_embeddings));
+                a.max_model_len ? a.max_model_len : int(c.max_position_embeddings), load_quantization_config(dir).method);
   }
   std::printf("devices:\n  cpu: %u threads\n", std::thread::hardware_concurrency());
   if (!gpu_backend_compiled()) {

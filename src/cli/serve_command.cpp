@@ -115,7 +115,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--dtype", a->engine.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str()
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32", "half", "float"}));
   cmd->add_option("--quantization,-q", a->engine.quantization, kQuantizationHelp)
-      ->check(CLI::IsMember({"none", "int8", "int4"}))
+      ->check(CLI::IsMember(kQuantizationChoices))
       ->capture_default_str();
   cmd->add_option("--matmul-precision", a->engine.matmul_precision, kMatmulPrecisionHelp)
       ->capture_default_str()->check(CLI::IsMember({"high", "medium"}));

@@ -31,7 +31,7 @@ struct EngineOptions {
   std::optional<int64_t> kv_cache_memory_bytes;  // exact KV + state budget; overrides the fraction
   std::string dtype = "auto";             // auto | bfloat16 | float16 | float32
   std::string matmul_precision = "high";  // high | medium: GPU tensor-core activations hi + lo, or rounded
-  std::string quantization = "none";      // none | int8 | int4: matrices quantized while loading
+  std::string quantization = "none";      // none | int8 | int4 | a checkpoint method (model/quantize.h)
   uint64_t seed = 0;                      // default seed for requests that give none
   bool random_weights = false;            // dimensions from config.json, weights random (benchmarks)
   bool enforce_eager = false;             // no CUDA/HIP graphs for decode steps (debugging)

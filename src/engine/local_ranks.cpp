@@ -15,7 +15,9 @@
 #include "core/log.h"
 #include "engine/cache_plan.h"
 #include "engine/device.h"
+#include "model/quantization_config.h"
 #include "model/quantize.h"
+#include "model/safetensors.h"
 
 namespace dcu {
 namespace {
@@ -82,9 +84,17 @@ std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o,
   return out;
 }
 
+// The bytes the weights take once loaded: a quantized checkpoint's files (its matrices load as shipped,
+// FP8 as int8 of the same size; what --quantization int8 | int4 shrinks further is not subtracted),
+// else the estimate of model/quantize.h.
+double loaded_weight_bytes(const EngineOptions& o, const ModelConfig& config, QuantMethod shipped, WeightFormat rest) {
+  if (shipped != QuantMethod::None) return double(Checkpoint::open(o.model_dir).total_bytes());
+  return weight_bytes(config, rest);
+}
+
 // Fails before loading when one GPU's share of the weights cannot fit, saying what would.
-void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const std::vector<std::unique_ptr<Backend>>& backends) {
-  const double weight_bytes = dcu::weight_bytes(config, load_time_quantization(o.quantization));
+void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const std::vector<std::unique_ptr<Backend>>& backends,
+                       double weight_bytes) {
   const int tp = o.tensor_parallel_size;
   for (size_t r = 0; r < backends.size(); ++r) {
     auto gpu = gpu_info(*backends[r], int(r));
@@ -141,13 +151,16 @@ void check_group_options(const EngineOptions& o, const ModelConfig& config) {
 
 LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorFactory make_communicators)
     : options_(o), config_(std::move(config)), make_communicators_(std::move(make_communicators)) {
+  // --quantization against the checkpoint's quantization_config, before any device is set up.
+  const QuantMethod shipped = o.random_weights ? QuantMethod::None : load_quantization_config(o.model_dir).method;
+  quantize_ = load_time_quantization(o.quantization, shipped);
   const int local_ranks = o.tensor_parallel_size / o.nnodes;
   backends_ = make_rank_backends(o, local_ranks);
   const bool gpu = backends_[0]->kind() != DeviceKind::Cpu;
   if (o.nnodes > 1 && !make_communicators_ && !(gpu && nccl_compiled()))
     fail("--nnodes {}: the ranks of several hosts meet through NCCL (CUDA) or RCCL (HIP); {}", o.nnodes,
          gpu ? "this build has neither" : "simulated CPU ranks cannot span hosts (use --device cuda or hip)");
-  check_weights_fit(o, config_, backends_);
+  check_weights_fit(o, config_, backends_, loaded_weight_bytes(o, config_, shipped, quantize_));
   for (int r = 0; r < local_ranks; ++r)
     plans_.push_back(shard_plan(config_, o.node_rank * local_ranks + r, o.tensor_parallel_size));
   local_config_ = dcu::local_config(config_, plans_[0]);
@@ -203,11 +216,10 @@ void LocalRanks::load_weights() {
       rank_bytes = total;
     };
     const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
-    const WeightFormat quantize = load_time_quantization(o.quantization);
     weights_.push_back(o.random_weights
-                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)], progress, quantize)
+                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)], progress, quantize_)
                            : dcu::load_weights(o.model_dir, config_, backend, plans_[size_t(r)], progress,
-                                               {weight_dtype_for(o.dtype), quantize}));
+                                               {weight_dtype_for(o.dtype), quantize_}));
     bytes += rank_bytes;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

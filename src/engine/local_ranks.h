@@ -61,6 +61,7 @@ class LocalRanks {
   std::vector<ShardPlan> plans_;
   std::vector<ModelWeights> weights_;
   ModelConfig local_config_;
+  WeightFormat quantize_ = WeightFormat::Dense;  // the 16-bit matrices' format (--quantization)
 };
 
 }  // namespace dcu

@@ -8,11 +8,37 @@
 
 namespace dcu {
 
-WeightFormat load_time_quantization(const std::string& flag) {
+namespace {
+
+// The checkpoint method a vLLM --quantization value names; None for values that name none.
+QuantMethod method_named(const std::string& flag) {
+  if (flag == "gptq" || flag == "gptq_marlin") return QuantMethod::Gptq;
+  if (flag == "awq" || flag == "awq_marlin") return QuantMethod::Awq;
+  if (flag == "compressed-tensors") return QuantMethod::CompressedTensors;
+  if (flag == "fp8") return QuantMethod::Fp8;
+  return QuantMethod::None;
+}
+
+}  // namespace
+
+WeightFormat load_time_quantization(const std::string& flag, QuantMethod checkpoint) {
   if (flag == "none" || flag.empty()) return WeightFormat::Dense;
   if (flag == "int8") return WeightFormat::Int8;
   if (flag == "int4") return WeightFormat::Int4;
-  fail("--quantization {} is not supported; use none, int8 (per-channel) or int4 (group {})", flag, kQuantGroup);
+  const QuantMethod named = method_named(flag);
+  if (named == QuantMethod::None)
+    fail("--quantization {} is not supported; use none, int8 or int4 (quantize 16-bit matrices while loading, group "
+         "{}), or the checkpoint's method: gptq, gptq_marlin, awq, awq_marlin, compressed-tensors, fp8",
+         flag, kQuantGroup);
+  if (checkpoint == QuantMethod::None)
+    fail("--quantization {}: the checkpoint is not quantized (its config.json has no quantization_config); use int8 or "
+         "int4 to quantize it while loading",
+         flag);
+  if (named != checkpoint)
+    fail("--quantization {} does not match the checkpoint, whose quantization_config says quant_method \"{}\"; leave "
+         "--quantization out (or none) to load it as shipped, or pass {}",
+         flag, quant_method_name(checkpoint), quant_method_name(checkpoint));
+  return WeightFormat::Dense;
 }
 
 double weight_bytes(const ModelConfig& config, WeightFormat format) {

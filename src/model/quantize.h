@@ -12,14 +12,25 @@
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/host_linear.h"
+#include "model/quantization_config.h"
 
 namespace dcu {
 
 constexpr int64_t kQuantGroup = 128;
 
-// --quantization for a 16-bit checkpoint: "none" keeps its matrices as stored, "int8" and "int4"
-// quantize them while loading. Throws dcu::Error for anything else.
-WeightFormat load_time_quantization(const std::string& flag);
+// What --quantization asks of the matrices a checkpoint stores in 16 bits, given the quant_method of
+// its quantization_config (`checkpoint`; None for a 16-bit checkpoint or random weights). The flag is
+// vLLM's, which names the checkpoint's method and is checked against it, extended with dcuserve's
+// load-time quantization:
+//   none (or empty)   the checkpoint as stored: 16-bit matrices stay 16-bit, quantized ones as shipped;
+//   int8 | int4       16-bit matrices quantized while loading (except keeps_16_bit ones); on a quantized
+//                     checkpoint the shipped ones load as shipped (the issue's --quantize-rest);
+//   gptq, gptq_marlin, awq, awq_marlin, compressed-tensors, fp8
+//                     the checkpoint as shipped, which must be of that method (a marlin name is vLLM's
+//                     kernel choice for its base format); on a 16-bit checkpoint an error.
+// Returns the format of the 16-bit matrices; throws dcu::Error naming the flag and the checkpoint's
+// method when they disagree, and for unknown values.
+WeightFormat load_time_quantization(const std::string& flag, QuantMethod checkpoint = QuantMethod::None);
 
 // Bytes the text model's weights take in `format`: the embedding in 16 bits, every matrix in the
 // format (a quantized tied lm_head as its own copy), norms and gates as stored (approximated).
