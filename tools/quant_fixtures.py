@@ -80,6 +80,29 @@ def pack_words(values, bits):
 
 # --- GPTQ: GPTQModel gptqmodel/nn_modules/qlinear/__init__.py pack_original (the AutoGPTQ layout) ----
 
+def pack_gptq(q, z, g_idx, s_raw, bits, v1):
+    """The tensors of codes q [K][N] (the packer's intweight), zero points z [groups][N], g_idx [K] and the
+    F16 scales [groups][N] as bytes."""
+    K, N, groups, pf = len(q), len(q[0]), len(z), 32 // bits
+    # qweight[r][n] |= intweight[pf r + i][n] << (bits i)
+    qweight = [0] * ((K // pf) * N)
+    for r in range(K // pf):
+        for n in range(N):
+            qweight[r * N + n] = pack_words([q[r * pf + i][n] for i in range(pf)], bits)[0]
+    # qzeros[g][c] |= zeros[g][pf c + i] << (bits i); v1 subtracts 1 from every field as one word
+    # subtraction (gptqmodel/utils/model.py convert_gptq_v2_to_v1_format_module).
+    qzeros = []
+    for g in range(groups):
+        for w in pack_words(z[g], bits):
+            qzeros.append((w - (0x11111111 if bits == 4 else 0x01010101)) & 0xFFFFFFFF if v1 else w)
+    return {
+        "qweight": ("I32", [K // pf, N], i32_bytes(qweight)),
+        "qzeros": ("I32", [groups, N // pf], i32_bytes(qzeros)),
+        "scales": ("F16", [groups, N], s_raw),
+        "g_idx": ("I32", [K], i32_bytes(g_idx)),
+    }
+
+
 def gptq(name, N, K, bits, group, sym, v1, act_order=False):
     pf, maxq = 32 // bits, (1 << bits) - 1
     G = K if group == -1 else group
@@ -101,24 +124,8 @@ def gptq(name, N, K, bits, group, sym, v1, act_order=False):
             zz = z[g_idx[k]][n]
             q[k][n] = rng.randint(max(0, zz - 128), min(maxq, zz + 127))
     s, s_raw = random_scales(groups * N, "F16")  # [groups][N]
-    # qweight[r][n] |= intweight[pf r + i][n] << (bits i)
-    qweight = [0] * ((K // pf) * N)
-    for r in range(K // pf):
-        for n in range(N):
-            qweight[r * N + n] = pack_words([q[r * pf + i][n] for i in range(pf)], bits)[0]
-    # qzeros[g][c] |= zeros[g][pf c + i] << (bits i); v1 subtracts 1 from every field as one word
-    # subtraction (gptqmodel/utils/model.py convert_gptq_v2_to_v1_format_module).
-    qzeros = []
-    for g in range(groups):
-        for w in pack_words(z[g], bits):
-            qzeros.append((w - (0x11111111 if bits == 4 else 0x01010101)) & 0xFFFFFFFF if v1 else w)
     expected = [s[g_idx[k] * N + n] * (q[k][n] - z[g_idx[k]][n]) for n in range(N) for k in range(K)]
-    tensors = {
-        "qweight": ("I32", [K // pf, N], i32_bytes(qweight)),
-        "qzeros": ("I32", [groups, N // pf], i32_bytes(qzeros)),
-        "scales": ("F16", [groups, N], s_raw),
-        "g_idx": ("I32", [K], i32_bytes(g_idx)),
-    }
+    tensors = pack_gptq(q, z, g_idx, s_raw, bits, v1)
     config = {"quant_method": "gptq", "bits": bits, "group_size": group, "sym": sym, "desc_act": act_order,
               "checkpoint_format": "gptq" if v1 else "gptq_v2"}
     return name, config, N, K, tensors, expected
@@ -129,11 +136,9 @@ def gptq(name, N, K, bits, group, sym, v1, act_order=False):
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
 
 
-def awq(name, N, K, group):
-    groups = K // group
-    z = [[rng.randint(0, 15) for _ in range(N)] for _ in range(groups)]  # [groups][N]
-    q = [[rng.randint(0, 15) for _ in range(N)] for _ in range(K)]  # [K][N] intweight
-    s, s_raw = random_scales(groups * N, "F16")
+def pack_awq(q, z, s_raw):
+    """The tensors of codes q [K][N] (intweight), zero points z [groups][N] and F16 scales [groups][N] as bytes."""
+    K, N, groups = len(q), len(q[0]), len(z)
 
     def pack(rows):  # qweight[:, col] |= intweight[:, col * 8 + order_map[i]] << (i * 4)
         out = []
@@ -142,12 +147,20 @@ def awq(name, N, K, group):
                 out.append(pack_words([row[col * 8 + AWQ_ORDER[i]] for i in range(8)], 4)[0])
         return out
 
-    expected = [s[(k // group) * N + n] * (q[k][n] - z[k // group][n]) for n in range(N) for k in range(K)]
-    tensors = {
+    return {
         "qweight": ("I32", [K, N // 8], i32_bytes(pack(q))),
         "qzeros": ("I32", [groups, N // 8], i32_bytes(pack(z))),
         "scales": ("F16", [groups, N], s_raw),
     }
+
+
+def awq(name, N, K, group):
+    groups = K // group
+    z = [[rng.randint(0, 15) for _ in range(N)] for _ in range(groups)]  # [groups][N]
+    q = [[rng.randint(0, 15) for _ in range(N)] for _ in range(K)]  # [K][N] intweight
+    s, s_raw = random_scales(groups * N, "F16")
+    expected = [s[(k // group) * N + n] * (q[k][n] - z[k // group][n]) for n in range(N) for k in range(K)]
+    tensors = pack_awq(q, z, s_raw)
     config = {"quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True, "version": "gemm"}
     return name, config, N, K, tensors, expected
 
@@ -164,6 +177,27 @@ def pack_to_int32(rows, bits, packed_dim):
         packed = [pack_words([v + offset for v in col], bits) for col in cols]
         return [[packed[c][w] for c in range(len(cols))] for w in range(len(packed[0]))]
     return [pack_words([v + offset for v in row], bits) for row in rows]
+
+
+def pack_ct(q, zp, s_raw, scale_dtype, bits, packed, sym, g_idx=None):
+    """The tensors of signed codes q [N][K], zero points zp [N][groups] and scales [N][groups] as bytes of
+    `scale_dtype`: pack-quantized (weight_packed, weight_shape) or int-/naive-quantized (weight I8)."""
+    N, K, groups = len(q), len(q[0]), len(zp[0])
+    tensors = {"weight_scale": (scale_dtype, [N, groups], s_raw)}
+    if packed:
+        words = pack_to_int32(q, bits, 1)
+        tensors["weight_packed"] = ("I32", [N, len(words[0])], i32_bytes(sum(words, [])))
+        tensors["weight_shape"] = ("I64", [2], struct.pack("<qq", N, K))
+        if not sym:
+            zwords = pack_to_int32(zp, bits, 0)
+            tensors["weight_zero_point"] = ("I32", [len(zwords), groups], i32_bytes(sum(zwords, [])))
+    else:
+        tensors["weight"] = ("I8", [N, K], b"".join(struct.pack("<b", v) for row in q for v in row))
+        if not sym:
+            tensors["weight_zero_point"] = ("I8", [N, groups], b"".join(struct.pack("<b", v) for row in zp for v in row))
+    if g_idx is not None:
+        tensors["weight_g_idx"] = ("I32", [K], i32_bytes(g_idx))
+    return tensors
 
 
 def ct_scheme(bits, group, sym, fmt):
@@ -192,20 +226,7 @@ def ct(name, N, K, bits, group, sym, packed, scale_dtype, act_order=False):
             q[n][k] = rng.randint(max(lo, z - 128), min(hi, z + 127))
     s, s_raw = random_scales(N * groups, scale_dtype)  # [N][groups]
     expected = [s[n * groups + g_idx[k]] * (q[n][k] - zp[n][g_idx[k]]) for n in range(N) for k in range(K)]
-    tensors = {"weight_scale": (scale_dtype, [N, groups], s_raw)}
-    if packed:
-        words = pack_to_int32(q, bits, 1)
-        tensors["weight_packed"] = ("I32", [N, len(words[0])], i32_bytes(sum(words, [])))
-        tensors["weight_shape"] = ("I64", [2], struct.pack("<qq", N, K))
-        if not sym:
-            zwords = pack_to_int32(zp, bits, 0)
-            tensors["weight_zero_point"] = ("I32", [len(zwords), groups], i32_bytes(sum(zwords, [])))
-    else:
-        tensors["weight"] = ("I8", [N, K], b"".join(struct.pack("<b", v) for row in q for v in row))
-        if not sym:
-            tensors["weight_zero_point"] = ("I8", [N, groups], b"".join(struct.pack("<b", v) for row in zp for v in row))
-    if act_order:
-        tensors["weight_g_idx"] = ("I32", [K], i32_bytes(g_idx))
+    tensors = pack_ct(q, zp, s_raw, scale_dtype, bits, packed, sym, g_idx if act_order else None)
     config = ct_scheme(bits, group, sym, "pack-quantized" if packed else "int-quantized")
     return name, config, N, K, tensors, expected
 
@@ -222,6 +243,15 @@ def e4m3(b):
     return sign * (1 + m / 8) * 2.0 ** (e - 7)
 
 
+def pack_fp8(codes, inv):
+    """The tensors of E4M3 bytes codes [N][K] and F32 multipliers inv [ceil(N/128) * ceil(K/128)], row-major."""
+    N, K = len(codes), len(codes[0])
+    return {
+        "weight": ("F8_E4M3", [N, K], bytes(b for row in codes for b in row)),
+        "weight_scale_inv": ("F32", [(N + 127) // 128, (K + 127) // 128], f32_bytes(inv)),
+    }
+
+
 def fp8_block(name, N, K):
     """huggingface/transformers integrations/finegrained_fp8.py: W = fp8(weight) * weight_scale_inv[n//128, k//128]."""
     codes = [[rng.choice([b for b in range(256) if b not in (0x7F, 0xFF)]) for _ in range(K)] for _ in range(N)]
@@ -229,10 +259,7 @@ def fp8_block(name, N, K):
     rb, cb = (N + 127) // 128, (K + 127) // 128
     inv = [f32(rng.uniform(1e-4, 1e-2)) for _ in range(rb * cb)]
     expected = [e4m3(codes[n][k]) * inv[(n // 128) * cb + k // 128] for n in range(N) for k in range(K)]
-    tensors = {
-        "weight": ("F8_E4M3", [N, K], bytes(b for row in codes for b in row)),
-        "weight_scale_inv": ("F32", [rb, cb], f32_bytes(inv)),
-    }
+    tensors = pack_fp8(codes, inv)
     config = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
     return name, config, N, K, tensors, expected
 
