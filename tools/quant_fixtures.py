@@ -103,17 +103,22 @@ def pack_gptq(q, z, g_idx, s_raw, bits, v1):
     }
 
 
-def gptq(name, N, K, bits, group, sym, v1, act_order=False):
-    pf, maxq = 32 // bits, (1 << bits) - 1
-    G = K if group == -1 else group
-    groups = K // G
-    # g_idx: k // G, or GPTQ act-order: columns quantized in a permuted order, groups of G in that order.
+def group_index(K, G, act_order):
+    """g_idx: k // G, or act-order: the columns quantized in a random order, groups of G in that order."""
     perm = list(range(K))
     if act_order:
         rng.shuffle(perm)
     g_idx = [0] * K
     for i, k in enumerate(perm):
         g_idx[k] = i // G
+    return g_idx
+
+
+def gptq(name, N, K, bits, group, sym, v1, act_order=False):
+    pf, maxq = 32 // bits, (1 << bits) - 1
+    G = K if group == -1 else group
+    groups = K // G
+    g_idx = group_index(K, G, act_order)
     mid = (maxq + 1) // 2
     z = [[mid if sym else rng.randint(0, maxq) for _ in range(N)] for _ in range(groups)]  # [groups][N]
     if bits == 8 and not sym:  # q - z must fit int8 (dcuserve's Int8 is symmetric)
@@ -212,12 +217,7 @@ def ct(name, N, K, bits, group, sym, packed, scale_dtype, act_order=False):
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     G = K if group == -1 else group
     groups = K // G
-    perm = list(range(K))
-    if act_order:
-        rng.shuffle(perm)
-    g_idx = [0] * K
-    for i, k in enumerate(perm):
-        g_idx[k] = i // G
+    g_idx = group_index(K, G, act_order)
     zp = [[0 if sym else rng.randint(lo, hi) // (8 if bits == 8 else 1) for _ in range(groups)] for _ in range(N)]
     q = [[0] * K for _ in range(N)]  # [N][K] signed codes
     for n in range(N):
