@@ -66,6 +66,23 @@ TEST(TensorParallelGolden, TwoRanksReproduceReferenceGreedy) {
   EXPECT_GT(checked, 0);
 }
 
+// Load-time quantization under tensor parallelism: each rank quantizes its own slices. With every
+// rank's share of every matrix a whole number of 128-k groups (the 27B-heads fixture with head dims of
+// 32: 768-wide attention and GDN outputs), the ranks hold exactly the groups one rank holds, so the
+// outputs match one rank as closely as 16-bit weights do.
+TEST(TensorParallelQuantized, RanksQuantizeTheirSlicesAsOneRankDoes) {
+  ModelConfig c = load_model_config(k27bHeads);
+  c.head_dim = 32, c.rotary_dim = 8;
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4}) {
+    TpSetup setup;
+    setup.weights.quantize = f;
+    TpModel one(c, 1, 5, setup), two(c, 2, 5, setup);
+    expect_same_steps(one, two, kTolerance);
+    const std::vector<int32_t> prompt = prompt_of(11, c.vocab_size, 2);
+    EXPECT_EQ(one.greedy(prompt, 10), two.greedy(prompt, 10)) << weight_format_name(f);
+  }
+}
+
 TEST(TensorParallelPlan, ReplicatedKvHeadIsTheOneTheRanksQueryHeadsUse) {
   ModelConfig c = load_model_config(k27bHeads);  // 24 q heads in 4 groups of 6
   for (int r = 0; r < 8; ++r) {

@@ -41,8 +41,9 @@ void TpModel::start_ranks(const std::string& model_dir, int n, int64_t random_se
   for (int i = 0; i < n; ++i) {
     Rank& r = ranks_[size_t(i)];
     const ShardPlan plan = shard_plan(config, i, n);
-    ModelWeights w = random_seed >= 0 ? random_weights(config, *r.backend, DType::BF16, uint64_t(random_seed), plan)
-                                      : load_weights(model_dir, config, *r.backend, plan);
+    ModelWeights w = random_seed >= 0 ? random_weights(config, *r.backend, DType::BF16, uint64_t(random_seed), plan,
+                                                       {}, setup.weights.quantize)
+                                      : load_weights(model_dir, config, *r.backend, plan, {}, setup.weights);
     r.cache = std::make_unique<CacheStorage>(*r.backend, local_config(config, plan), shape);
     r.runner = std::make_unique<ModelRunner>(*r.backend, config, std::move(w), *r.cache, 1024, 1024,
                                              n > 1 ? comms_[size_t(i)].get() : nullptr);

@@ -25,6 +25,7 @@ struct TpSetup {
   // The group's communicators, rank i on backends[i]; empty: in-process.
   std::function<std::vector<std::unique_ptr<Communicator>>(const std::vector<Backend*>&)> communicators;
   bool graphs = true;  // decode steps as CUDA/HIP graphs where the backend and communicator allow
+  WeightOptions weights;  // how each rank stores its matrices (e.g. quantized while loading)
 };
 
 class TpModel final : public SteppedModel {
