@@ -53,6 +53,8 @@ void check_linear(const Linear& w, std::string_view what) {
   need(w.scales.dtype == DType::F32 && w.scales.rows() == N && w.scales.cols() == groups,
        "scales must be F32 [" + std::to_string(N) + ", " + std::to_string(groups) + "], are " +
            std::string(dtype_name(w.scales.dtype)) + " " + w.scales.shape_string());
+  if (!w.k_order.empty())
+    need(w.k_order.dtype == DType::I32 && w.k_order.numel() == K, "input order must be I32 [" + std::to_string(K) + "]");
   if (!w.zeros.empty()) {
     need(!int8, "has zero points (int8 codes are symmetric)");
     need(w.zeros.dtype == DType::U8 && w.zeros.rows() == N && w.zeros.cols() == groups,

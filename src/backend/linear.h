@@ -27,6 +27,9 @@ struct Linear {
   Tensor weight;   // Dense [N, K] F32/F16/BF16; Int8 [N, K] I8; Int4 [N, K / 2] U8
   Tensor scales;   // quantized: [N, K / group] F32
   Tensor zeros;    // Int4 with zero points: [N, K / group] U8; else empty
+  // Act-order (GPTQ desc_act): [K] I32, canonical column j multiplies input feature k_order[j], so that
+  // y = x[:, k_order] . W^T; empty: the identity. Backends gather the activations into that order.
+  Tensor k_order;
   int64_t in_features = 0;  // K
   int64_t group = 0;        // quantized: k per scale; a multiple of 32 dividing K
 
@@ -40,8 +43,8 @@ struct Linear {
   int64_t cols() const { return in_features; }    // K
   int64_t groups_per_row() const { return quantized() ? in_features / group : 0; }
   // Bytes a matmul reads of it: codes, scales and zero points.
-  size_t bytes() const { return weight.bytes() + scales.bytes() + zeros.bytes(); }
-  // The value of W[n, k] (host memory).
+  size_t bytes() const { return weight.bytes() + scales.bytes() + zeros.bytes() + k_order.bytes(); }
+  // The value of canonical column k of row n (host memory): W[n, k_order[k]] under act-order.
   float at(int64_t n, int64_t k) const;
   // Rows [begin, begin + count) as a Linear viewing the same memory.
   Linear slice_rows(int64_t begin, int64_t count) const;

@@ -116,7 +116,8 @@ ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeigh
       local_(local_config(config, shard_)), weights_(std::move(weights)), cache_(cache),
       max_tokens_(max_tokens_per_step), max_logit_rows_(max_logit_rows > 0 ? max_logit_rows : max_tokens_per_step),
       act_(std::make_unique<Activations>(backend, local_, config.vocab_size, max_tokens_, max_logit_rows_,
-                                         shard_.size)) {
+                                         shard_.size)),
+      act_order_(has_act_order(weights_)) {
   if (comm_) backend_.fill_zero(act_->embed_rows.slice_rows(max_tokens_, 1).data, size_t(config.hidden_size) * 4);
 }
 
@@ -259,7 +260,7 @@ Tensor ModelRunner::forward(int T, int R) {
   // Each residual add is fused with the norm that reads its result (the MLP's, the next layer's); on a
   // backend that folds norms into its matmuls (decode steps, nobody observing the normed rows)
   // neither is an op of its own: see project_input and project_output.
-  fold_norms_ = !observer_ && backend_.fuses_norms(T);
+  fold_norms_ = !observer_ && !act_order_ && backend_.fuses_norms(T);
   Tensor normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
   const float eps = c.rms_norm_eps;
   if (!fold_norms_) backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);

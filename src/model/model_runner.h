@@ -109,6 +109,7 @@ class ModelRunner {
   bool use_graphs_ = true;
   std::unordered_set<uint64_t> graph_shapes_seen_;
   bool fold_norms_ = false;  // this step's norms run inside the matmuls (forward())
+  bool act_order_ = false;   // some matrix gathers its inputs (has_act_order): norms never fold
 };
 
 }  // namespace dcu

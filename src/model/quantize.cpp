@@ -100,7 +100,6 @@ bool keeps_16_bit(std::string_view tensor_name) {
 }
 
 Linear linear_view(const HostLinear& host) {
-  if (!host.k_order.empty()) fail("input-order (act-order) weights are not supported by the matmul ops yet");
   const bool int8 = host.format == WeightFormat::Int8;
   const int64_t groups = host.groups_per_row();
   auto data = [](const auto& v) { return const_cast<void*>(static_cast<const void*>(v.data())); };
@@ -111,13 +110,14 @@ Linear linear_view(const HostLinear& host) {
   w.weight = Tensor(data(host.codes), int8 ? DType::I8 : DType::U8, {host.rows, int8 ? host.cols : host.cols / 2});
   w.scales = Tensor(data(host.scales), DType::F32, {host.rows, groups});
   if (!host.zeros.empty()) w.zeros = Tensor(data(host.zeros), DType::U8, {host.rows, groups});
+  if (!host.k_order.empty()) w.k_order = Tensor(data(host.k_order), DType::I32, {host.cols});
   check_linear(w, "quantized weight");
   return w;
 }
 
 Linear upload_linear(const HostLinear& host, Backend& backend, const std::function<void*(size_t)>& allocate) {
   Linear w = linear_view(host);
-  for (Tensor* t : {&w.weight, &w.scales, &w.zeros}) {
+  for (Tensor* t : {&w.weight, &w.scales, &w.zeros, &w.k_order}) {
     if (t->empty()) continue;
     void* dst = allocate(t->bytes());
     backend.upload(dst, t->data, t->bytes());

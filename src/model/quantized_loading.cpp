@@ -33,6 +33,7 @@ HostLinear cut(const HostLinear& h, const Slice& s) {
   out.format = h.format;
   out.cols = cc;
   out.group = per_row ? cc : h.group;
+  out.k_order = h.k_order;  // rows only (load_quantized_matrix refuses a column cut of act-order)
   const int64_t groups = h.groups_per_row(), g0 = per_row ? 0 : cb / h.group, gc = per_row ? 1 : cc / h.group;
   const int64_t row_bytes = int8 ? h.cols : h.cols / 2, b0 = int8 ? cb : cb / 2, bc = int8 ? cc : cc / 2;
   std::vector<std::pair<int64_t, int64_t>> ranges = s.rows;
@@ -86,10 +87,10 @@ void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const M
 
 HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m) {
   HostLinear whole = decode_quantized_linear(ckpt, m.module, m.quant, m.N, m.K);
-  if (!whole.k_order.empty())
-    fail("module {} is {} with act-order (desc_act: its g_idx groups input features out of order); act-order "
-         "(desc_act) checkpoints are not supported yet; use a checkpoint quantized with desc_act false, or the 16-bit "
-         "model with --quantization int4 or int8",
+  if (!whole.k_order.empty() && m.slice.col_count >= 0)
+    fail("module {} is {} with act-order (desc_act: its g_idx groups input features out of order), and tensor "
+         "parallelism splits its input features: act-order checkpoints load at --tensor-parallel-size 1 only; use a "
+         "checkpoint quantized with desc_act false, or the 16-bit model with --quantization int4 or int8",
          m.module, m.quant.describe());
   if (m.slice.whole()) return whole;
   return cut(whole, m.slice);

@@ -33,8 +33,8 @@ std::map<std::string, size_t> module_bytes(const Checkpoint& ckpt);
 // its groups and the tensor-parallel sizes of `config` whose slices keep every group whole.
 void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const ModelConfig& config, int tp_size);
 
-// `m` decoded and cut to its slice. Act-order weights (a g_idx that permutes the input features) are an
-// error: no matmul reads a column permutation yet.
+// `m` decoded and cut to its slice. Act-order weights (a g_idx that permutes the input features) keep
+// their column order (Linear::k_order); cutting their columns across ranks is an error.
 HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m);
 
 }  // namespace dcu

@@ -387,6 +387,17 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
   return w;
 }
 
+bool has_act_order(const ModelWeights& w) {
+  auto reordered = [](const Linear& m) { return !m.k_order.empty(); };
+  if (reordered(w.lm_head)) return true;
+  for (const LayerWeights& L : w.layers)
+    for (const Linear* m : {&L.mlp.gate_proj, &L.mlp.up_proj, &L.mlp.down_proj, &L.attn.q_proj, &L.attn.k_proj,
+                            &L.attn.v_proj, &L.attn.o_proj, &L.gdn.in_proj_qkv, &L.gdn.in_proj_z, &L.gdn.in_proj_a,
+                            &L.gdn.in_proj_b, &L.gdn.out_proj})
+      if (reordered(*m)) return true;
+  return false;
+}
+
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed) {
   return random_weights(config, backend, dtype, seed, shard_plan(config, 0, 1));
 }

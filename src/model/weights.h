@@ -68,6 +68,9 @@ struct ModelWeights {
 // Reports loading progress (bytes done, bytes total); called from the loading thread.
 using LoadProgress = std::function<void(size_t done, size_t total)>;
 
+// Whether any matrix reads its inputs in another order (act-order GPTQ, Linear::k_order).
+bool has_act_order(const ModelWeights& weights);
+
 // How the loader stores the matrices.
 struct WeightOptions {
   // F16 converts BF16 weight matrices to F16 while loading (gfx906 has a fast f16 dot and no bf16

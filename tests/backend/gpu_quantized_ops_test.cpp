@@ -175,6 +175,43 @@ TEST_P(GpuQuantizedOps, NormsFoldedIntoMatmuls) {
   }
 }
 
+// Act-order weights (GPTQ desc_act): the activations gathered into each weight's column order, in a
+// group whose members have different orders, and in gate/up/SwiGLU; GEMV, tensor-core and expanded rows.
+TEST_P(GpuQuantizedOps, ActOrder) {
+  const int64_t K = 512, N = 256;
+  auto permuted = [&](WeightFormat f, int salt) {
+    HostLinear h = random_quantized(rng, f, N, K, 128, f == WeightFormat::Int4);
+    h.k_order.resize(size_t(K));
+    for (int64_t k = 0; k < K; ++k) h.k_order[size_t(k)] = int32_t((k * (2 * salt + 37) + salt) % K);
+    return h;
+  };
+  for (const char* mode : {"float32", "bfloat16"})
+    for (int64_t T : {1, 8, 40}) {
+      auto be = backend(mode);
+      const HostLinear a = permuted(WeightFormat::Int4, 1), b = permuted(WeightFormat::Int8, 2);
+      HostTensor x(DType::F32, {T, K}), ya(DType::F32, {T, N}), yb(DType::F32, {T, N}), want(DType::F32, {T, N});
+      x.random(rng);
+      cpu::matmul(x.t, linear_view(a), ya.t), cpu::matmul(x.t, linear_view(b), yb.t);
+      DeviceLinear da(*be, a), db(*be, b);
+      DeviceTensor dx(*be, x), dya(*be, ya), dyb(*be, yb);
+      const Linear ws[] = {da.linear, db.linear};
+      const Tensor ys[] = {dya.t, dyb.t};
+      be->matmul_group(dx.t, ws, ys);
+      const float tol = T <= 16 ? 1e-4f : 4e-3f;
+      const std::string what = std::string(mode) + " T=" + std::to_string(T);
+      EXPECT_LT(relative_error(dya.floats(), ya.floats()), tol) << what << " int4";
+      EXPECT_LT(relative_error(dyb.floats(), yb.floats()), tol) << what << " int8";
+      const HostLinear up = permuted(WeightFormat::Int4, 3);
+      HostTensor yu(DType::F32, {T, N});
+      cpu::matmul(x.t, linear_view(up), yu.t);
+      cpu::swiglu(ya.t, yu.t, want.t);
+      DeviceLinear dup(*be, up);
+      DeviceTensor dgate(*be, ya), dupy(*be, yu);
+      be->gate_up_swiglu(dx.t, da.linear, dup.linear, dgate.t, dupy.t, dgate.t);
+      EXPECT_LT(relative_error(dgate.floats(), want.floats()), tol) << what << " gate_up_swiglu";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Lanes, GpuQuantizedOps, ::testing::Values(0, 64),
                          [](const auto& info) { return info.param == 0 ? std::string("native") : std::string("wave64"); });
 

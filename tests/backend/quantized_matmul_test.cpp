@@ -53,6 +53,26 @@ TEST(QuantizedMatmul, CpuMatchesLinearFormulas) {
   }
 }
 
+// Act-order: canonical column j multiplies input feature k_order[j].
+TEST(QuantizedMatmul, ActOrderReadsTheInputsInItsOrder) {
+  std::mt19937 rng(3);
+  const int64_t T = 3, K = 256, N = 20;
+  HostLinear h = random_quantized(rng, WeightFormat::Int4, N, K, 32, true);
+  h.k_order.resize(size_t(K));
+  for (int64_t k = 0; k < K; ++k) h.k_order[size_t(k)] = int32_t((k * 37 + 11) % K);  // a permutation (37 odd)
+  const Linear w = linear_view(h);
+  std::vector<float> x(size_t(T * K)), y(size_t(T * N));
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (float& v : x) v = dist(rng);
+  cpu::matmul(Tensor(x.data(), DType::F32, {T, K}), w, Tensor(y.data(), DType::F32, {T, N}));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = 0;
+      for (int64_t j = 0; j < K; ++j) want += double(w.at(n, j)) * x[size_t(t * K + h.k_order[size_t(j)])];
+      ASSERT_NEAR(y[size_t(t * N + n)], want, 1e-5 * (1.0 + std::fabs(want))) << t << " " << n;
+    }
+}
+
 // The int4 layout (backend/linear.h): in each 32-bit word, nibble j holds k = 2j and nibble j + 4 holds
 // k = 2j + 1, so (word >> 4j) & 0x000F000F holds the codes of k = 2j and 2j + 1 in its two halves.
 TEST(QuantizedMatmul, Int4PackingPutsEvenKInTheLowHalfWord) {

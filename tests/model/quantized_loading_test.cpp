@@ -1,8 +1,8 @@
 // Loading quantized checkpoints through load_weights on the CPU, on GPTQ copies of the tiny fixture made
 // by tests/support/gptq_copy.h: the copy gives the logits of its dequantized twin (one rank and two),
 // --quantization int8 quantizes what it keeps in 16 bits, and broken copies (a truncated packed tensor,
-// a wrong group size, an unsupported method or bit width, a scale no weight claims, act-order, a rank
-// split that cuts a group, a --quantization that disagrees) fail with an error that names the problem.
+// a wrong group size, an unsupported method or bit width, a scale no weight claims, act-order split
+// over ranks, a rank split that cuts a group, a --quantization that disagrees) fail with an error that names the problem.
 
 #include <unistd.h>
 
@@ -169,11 +169,25 @@ TEST_F(QuantizedLoading, WeightWithoutItsScales) {
       << e;
 }
 
-TEST_F(QuantizedLoading, ActOrderIsNotSupportedYet) {
+// Act-order: groups of input features out of order, read through Linear::k_order.
+TEST_F(QuantizedLoading, ActOrderCopyGivesTheLogitsOfItsDequantizedTwin) {
   GptqCopyOptions options;
   options.act_order = true;
-  const std::string e = load_error(copy(options));
-  EXPECT_NE(e.find("act-order (desc_act) checkpoints are not supported yet"), std::string::npos) << e;
+  const fs::path dir = copy(options, true);
+  LoadedModel quantized(dir.string()), dense((root_ / "dense").string());
+  const int64_t V = quantized.config.vocab_size;
+  const std::vector<int32_t> prompt = prompt_of(25, V, 3);
+  const std::vector<float> a = prefill(quantized, prompt), b = prefill(dense, prompt);
+  EXPECT_LT(max_abs_diff(a.data(), b.data(), a.size()), 1e-4f);
+  EXPECT_EQ(quantized.greedy(prompt, 12), dense.greedy(prompt, 12));
+}
+
+// Tensor parallelism would split down_proj's input features, whose groups act-order scatters.
+TEST_F(QuantizedLoading, ActOrderUnderTensorParallelismIsRefused) {
+  GptqCopyOptions options;
+  options.act_order = true;
+  const std::string e = load_error(copy(options), 2);
+  EXPECT_NE(e.find("act-order checkpoints load at --tensor-parallel-size 1 only"), std::string::npos) << e;
 }
 
 TEST_F(QuantizedLoading, RankSplitThatCutsAGroupNamesTheSizesThatWork) {

@@ -170,12 +170,19 @@ void matmul(const Tensor& x, const Linear& w, Tensor y) {
   DCU_CHECK(x.dtype == DType::F32 && y.dtype == DType::F32);
   DCU_CHECK(w.cols() == K && y.rows() == T && y.cols() == N);
   const Tensor& d = w.weight;
-  if (w.quantized())
+  if (!w.k_order.empty()) {  // act-order: the activations in the weight's column order
+    std::vector<float> gathered(size_t(T * K));
+    const int32_t* order = w.k_order.as<int32_t>();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < K; ++j) gathered[size_t(t * K + j)] = x.as<float>()[t * K + order[j]];
+    matmul_quantized(gathered.data(), w, y.as<float>(), T);
+  } else if (w.quantized()) {
     matmul_quantized(x.as<float>(), w, y.as<float>(), T);
-  else if (d.dtype == DType::F32)
+  } else if (d.dtype == DType::F32) {
     matmul_typed(x.as<float>(), d.as<float>(), d.dtype, y.as<float>(), T, K, N);
-  else
+  } else {
     matmul_typed(x.as<float>(), d.as<uint16_t>(), d.dtype, y.as<float>(), T, K, N);
+  }
 }
 
 }  // namespace dcu::cpu

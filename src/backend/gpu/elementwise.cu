@@ -54,6 +54,13 @@ __global__ void gather_rows_kernel(const float* x, const int32_t* rows, float* o
   for (int64_t h = threadIdx.x; h < H; h += blockDim.x) out[r * H + h] = src[h];
 }
 
+// grid (T).   x [T, K], order [K], out [T, K]: out[t, j] = x[t, order[j]]
+__global__ void gather_columns_kernel(const float* x, const int32_t* order, float* out, int64_t K) {
+  start_after_previous_kernel();
+  const int64_t t = blockIdx.x;
+  for (int64_t j = threadIdx.x; j < K; j += blockDim.x) out[t * K + j] = x[t * K + order[j]];
+}
+
 unsigned grid_for(int64_t n) { return unsigned(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535)); }
 
 }  // namespace
@@ -90,6 +97,12 @@ void launch_sigmoid_mul(const Launch& l, float* x, const float* gate, int64_t n)
 void launch_gather_rows(const Launch& l, const float* x, const int32_t* rows, float* out, int64_t R, int64_t H) {
   if (R == 0) return;
   launch_overlapping(l, gather_rows_kernel, unsigned(R), kThreads, 0, x, rows, out, H);
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_gather_columns(const Launch& l, const float* x, const int32_t* order, float* out, int64_t T, int64_t K) {
+  if (T == 0) return;
+  launch_overlapping(l, gather_columns_kernel, unsigned(T), kThreads, 0, x, order, out, K);
   GPU_CHECK_LAUNCH();
 }
 

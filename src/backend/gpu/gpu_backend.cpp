@@ -189,6 +189,16 @@ class GpuBackend final : public Backend {
     matmul_group(x, ws, ys);
   }
   void matmul_group(const Tensor& x, std::span<const Linear> ws, std::span<const Tensor> ys) override {
+    if (!in_input_order(ws)) {
+      // Act-order weights read the activations in their own column orders: one launch each.
+      for (size_t i = 0; i < ws.size(); ++i) {
+        const Linear one[] = {ws[i]};
+        const Tensor y[] = {ys[i]};
+        const auto args = matmul_args(ws[i].k_order.empty() ? x : in_column_order(x, ws[i].k_order), one, y);
+        gpu::launch_matmul_group(launch(), args.data(), 1, scratch_);
+      }
+      return;
+    }
     const auto args = matmul_args(x, ws, ys);
     for_each_kernel_group(args, int(ws.size()), [&](const gpu::MatmulArgs* group, int count) {
       gpu::launch_matmul_group(launch(), group, count, scratch_);
@@ -197,6 +207,8 @@ class GpuBackend final : public Backend {
   void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
                       Tensor out) override {
     DCU_CHECK(f32(out) && up_w.rows() == gate_w.rows() && out.numel() == gate.numel() && up.numel() == gate.numel());
+    if (!gate_w.k_order.empty() || !up_w.k_order.empty())  // two column orders: two matmuls, then swiglu
+      return Backend::gate_up_swiglu(x, gate_w, up_w, gate, up, out);
     const Linear ws[] = {gate_w, up_w};
     const Tensor ys[] = {gate, up};
     const auto args = matmul_args(x, ws, ys);
@@ -206,7 +218,7 @@ class GpuBackend final : public Backend {
   bool fuses_norms(int64_t T) const override { return gpu::gemv_takes_all(gemv_max_tokens_, T); }
   void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
                          std::span<const Tensor> ys) override {
-    DCU_CHECK(norm_w.numel() == x.cols());
+    DCU_CHECK(norm_w.numel() == x.cols() && in_input_order(ws));
     const auto args = matmul_args(x, ws, ys);
     for_each_kernel_group(args, int(ws.size()), [&](const gpu::MatmulArgs* group, int count) {
       gpu::launch_norm_matmul_group(launch(), group, count, false, {norm_w.data, norm_w.dtype, eps, false});
@@ -216,6 +228,7 @@ class GpuBackend final : public Backend {
                            Tensor out) override {
     DCU_CHECK(norm_w.numel() == x.cols() && up_w.rows() == gate_w.rows());
     const Linear ws[] = {gate_w, up_w};
+    DCU_CHECK(in_input_order(ws));
     const Tensor ys[] = {out, out};  // the fused GEMV writes the first output only
     const auto args = matmul_args(x, ws, ys);
     DCU_CHECK(same_kernel(args[0], args[1]));
@@ -223,6 +236,7 @@ class GpuBackend final : public Backend {
   }
   void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y) override {
     const Linear ws[] = {w};
+    DCU_CHECK(in_input_order(ws));
     const Tensor ys[] = {y};
     gpu::launch_matmul_accumulate(launch(), matmul_args(x, ws, ys)[0]);
   }
@@ -336,6 +350,18 @@ class GpuBackend final : public Backend {
 
  private:
   static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
+  // No act-order weight among ws: the fused decode ops read x as it is (the model runner does not
+  // fold norms for models with act-order weights).
+  static bool in_input_order(std::span<const Linear> ws) {
+    return std::none_of(ws.begin(), ws.end(), [](const Linear& w) { return !w.k_order.empty(); });
+  }
+  // x [T, K] gathered into `order` (an act-order weight's), in the backend's scratch for that.
+  Tensor in_column_order(const Tensor& x, const Tensor& order) {
+    DCU_CHECK(f32(x) && order.dtype == DType::I32 && order.numel() == x.cols());
+    Tensor out(ordered_inputs_.get(x.bytes()), DType::F32, {x.rows(), x.cols()});
+    gpu::launch_gather_columns(launch(), x.as<float>(), order.as<int32_t>(), out.as<float>(), x.rows(), x.cols());
+    return out;
+  }
   // ys[i] = x . ws[i]^T as the kernels' arguments, shapes checked.
   static std::array<gpu::MatmulArgs, kMaxMatmulGroup> matmul_args(const Tensor& x, std::span<const Linear> ws,
                                                                  std::span<const Tensor> ys) {
@@ -419,6 +445,7 @@ class GpuBackend final : public Backend {
   void* blas_ = nullptr;
   GrowingScratch scratch_{*this};
   GrowingScratch expanded_{*this};  // quantized weights expanded for prompt-sized matmuls (Launch::expanded)
+  GrowingScratch ordered_inputs_{*this};  // activations gathered for act-order weights
   std::unordered_map<uint64_t, gpuGraphExec_t> graphs_;
   std::string name_;
 };

@@ -43,6 +43,8 @@ void launch_swiglu(const Launch& l, const float* gate, const float* up, float* o
 void launch_sigmoid_mul(const Launch& l, float* x, const float* gate, int64_t n);
 void launch_gather_rows(const Launch& l, const float* x, const int32_t* rows, float* out, int64_t R,
                         int64_t H);  // x [T, H], rows [R], out [R, H]
+// out[t, j] = x[t, order[j]]: activations in an act-order weight's column order.   x, out [T, K]
+void launch_gather_columns(const Launch& l, const float* x, const int32_t* order, float* out, int64_t T, int64_t K);
 
 // ---- norms.cu ------------------------------------------------------------------------------------
 // x, out [R, n]; w [n]
