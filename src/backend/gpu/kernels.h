@@ -71,9 +71,10 @@ struct MatmulArgs {
 // The GEMV kernel (weights streamed once for all rows) handles at most this many token rows.
 constexpr int64_t kGemvMaxTokens = 16;
 // Matmuls of the same x (and so T, K) and weight format, dtype and group, each y = x . w^T; the GEMV
-// and the tensor-core kernel run a whole group as one launch. Quantized weights take the GEMV up to
-// kGemvMaxTokens rows; beyond, each is expanded into 16-bit weights in Launch::expanded and takes the
-// dense path.
+// and the tensor-core kernel run a whole group as one launch. Quantized weights take the GEMV (the
+// rows gemv_max_tokens allows, else up to kGemvMaxTokens), the tensor-core kernel (CUDA's vendor-BLAS
+// mode, up to kTensorCoreMaxTokens), or beyond that are expanded into dense weights in
+// Launch::expanded for the dense path (matmul.cu's header has the details).
 // (The kernels build as C++17: no std::span here.)
 constexpr int kMaxMatmulGroup = 4;  // = dcu::kMaxMatmulGroup (backend.h)
 void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Scratch& scratch);
