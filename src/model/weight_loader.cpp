@@ -202,6 +202,11 @@ std::vector<char> gather_slice(const Expected& e, const void* src, DType dtype) 
   return out;
 }
 
+// Where `e`'s one row range starts in the stored tensor `t`, in bytes (0 without a row slice).
+size_t first_row_offset(const Expected& e, const StoredTensor& t) {
+  return e.slice.rows.empty() ? 0 : (t.bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
+}
+
 // The global row of each local row of `e`'s slice.
 std::vector<int64_t> global_rows(const Expected& e) {
   std::vector<int64_t> out;
@@ -334,7 +339,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       std::vector<char> gathered;
       const char* rows = static_cast<const char*>(t->data);
       if (!one_row_range) rows = (gathered = gather_slice(e, t->data, dtype)).data();
-      else if (!e.slice.rows.empty()) rows += (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
+      else rows += first_row_offset(e, *t);
       HostLinear host = make_host_linear(options.quantize, shape[0], shape[1], e.name);
       quantize_rows(rows, dtype, 0, shape[0], host);
       *std::get<Linear*>(e.slot) = upload(host);
@@ -351,7 +356,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       backend.upload(data, host.data(), host.size());
       copied = true;
     } else if (in_place && one_row_range) {
-      if (!e.slice.rows.empty()) data = static_cast<char*>(data) + (t->bytes / size_t(e.shape[0])) * size_t(e.slice.rows[0].first);
+      data = static_cast<char*>(data) + first_row_offset(e, *t);
       touch_pages(data, slice_bytes[i]);  // read now, not during the first request
     } else if (e.slice.whole()) {
       data = buffers->allocate(t->bytes);
