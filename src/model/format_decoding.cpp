@@ -85,15 +85,27 @@ GroupLayout group_layout(const ModuleTensors& m, int64_t group, const StoredTens
   return layout;
 }
 
+namespace {
+
+// An [N, K] HostLinear of `format` in `layout`'s groups and column order, codes still to be filled.
+HostLinear canonical(WeightFormat format, const ModuleTensors& m, const GroupLayout& layout, std::vector<float> scales) {
+  HostLinear h;
+  h.format = format;
+  h.rows = m.N;
+  h.cols = m.K;
+  h.group = layout.group;
+  h.codes.resize(size_t(format == WeightFormat::Int8 ? m.N * m.K : m.N * m.K / 2));
+  h.scales = std::move(scales);
+  h.k_order = layout.k_order;
+  return h;
+}
+
+}  // namespace
+
 HostLinear int4_linear(const ModuleTensors& m, const GroupLayout& layout, const std::vector<uint8_t>& q,
                        std::vector<float> scales, std::vector<uint8_t> zeros) {
   const int64_t N = m.N, K = m.K;
-  HostLinear h;
-  h.format = WeightFormat::Int4;
-  h.rows = N;
-  h.cols = K;
-  h.group = layout.group;
-  h.codes.resize(size_t(N * K / 2));
+  HostLinear h = canonical(WeightFormat::Int4, m, layout, std::move(scales));
 #pragma omp parallel
   {
     std::vector<uint8_t> row(static_cast<size_t>(K));
@@ -106,28 +118,19 @@ HostLinear int4_linear(const ModuleTensors& m, const GroupLayout& layout, const 
       pack_int4_row(row.data(), K, h.codes.data() + n * (K / 2));
     }
   }
-  h.scales = std::move(scales);
   if (!std::all_of(zeros.begin(), zeros.end(), [](uint8_t z) { return z == 8; })) h.zeros = std::move(zeros);
-  h.k_order = layout.k_order;
   return h;
 }
 
 HostLinear int8_linear(const ModuleTensors& m, const GroupLayout& layout, const std::vector<int8_t>& q,
                        std::vector<float> scales) {
   const int64_t N = m.N, K = m.K;
-  HostLinear h;
-  h.format = WeightFormat::Int8;
-  h.rows = N;
-  h.cols = K;
-  h.group = layout.group;
-  h.codes.resize(size_t(N * K));
+  HostLinear h = canonical(WeightFormat::Int8, m, layout, std::move(scales));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t j = 0; j < K; ++j) {
       const int64_t k = layout.k_order.empty() ? j : layout.k_order[size_t(j)];
       h.codes[size_t(n * K + j)] = uint8_t(q[size_t(n * K + k)]);
     }
-  h.scales = std::move(scales);
-  h.k_order = layout.k_order;
   return h;
 }
 
