@@ -46,9 +46,9 @@ double weight_bytes(const ModelConfig& config, WeightFormat format) {
   const double params = double(config.parameter_count());
   if (format == WeightFormat::Dense) return 2.0 * params;
   const double per_weight = (format == WeightFormat::Int8 ? 1.0 : 0.5) + 4.0 / double(kQuantGroup);
-  const double head = table;  // lm_head, its own copy when tied
-  const double matrices = params - table - (config.tie_word_embeddings ? 0.0 : table);
-  return 2.0 * table + per_weight * (matrices + head);
+  // Every matrix but the embedding is quantized, lm_head included (a tied one as its own copy).
+  const double matrices = params - table + (config.tie_word_embeddings ? table : 0.0);
+  return 2.0 * table + per_weight * matrices;
 }
 
 HostLinear make_host_linear(WeightFormat format, int64_t N, int64_t K, std::string_view what) {
