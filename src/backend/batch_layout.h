@@ -15,7 +15,12 @@ struct BatchHost {
   std::vector<int32_t> positions;           // [T] position of each token in its sequence
   std::vector<int32_t> slot_mapping;        // [T] KV slot = block * block_size + offset
   std::vector<int32_t> block_tables;        // [S, max_blocks_per_seq], -1 padded
-  std::vector<int32_t> state_slots;         // [S] GDN state slot of each sequence
+  std::vector<int32_t> state_slots;         // [S] GDN state slot each sequence reads
+  // [T] the slot that receives the GDN state after each row, -1 for none. Usually only a sequence's last
+  // row writes, into the slot it read; a speculative verify step writes every row's state into its own
+  // slot so that the state after the last accepted row is kept without a copy. Only the last row of a
+  // sequence may write the slot the sequence reads.
+  std::vector<int32_t> state_write_slots;
   int max_blocks_per_seq = 0;
   // Every position of the step is below this. Sizes the GPU attention's context splits; a step graph
   // uses a power of two so that the steps after it still fit.
@@ -41,6 +46,7 @@ struct BatchLayout {
   const int32_t* slot_mapping = nullptr;
   const int32_t* block_tables = nullptr;
   const int32_t* state_slots = nullptr;
+  const int32_t* state_write_slots = nullptr;
 
   int num_seqs() const { return host->num_seqs(); }
   int num_tokens() const { return host->num_tokens(); }

@@ -20,12 +20,12 @@ LayerBytes layer_bytes(const ModelConfig& c, const CacheShape& s) {
 
 size_t CacheStorage::bytes_needed(const ModelConfig& config, const CacheShape& shape) {
   LayerBytes b = layer_bytes(config, shape);
-  return size_t(config.num_full_attention_layers()) * 2 * b.kv_per_side +
+  return size_t(config.num_full_attention_layers() + shape.draft_layers) * 2 * b.kv_per_side +
          size_t(config.num_linear_attention_layers()) * (b.conv + b.recurrent);
 }
 
 CacheStorage::CacheStorage(Backend& backend, const ModelConfig& c, const CacheShape& shape)
-    : backend_(backend), shape_(shape), kv_(size_t(c.num_layers)), state_(size_t(c.num_layers)) {
+    : backend_(backend), shape_(shape), kv_(size_t(c.num_layers + shape.draft_layers)), state_(size_t(c.num_layers)) {
   LayerBytes b = layer_bytes(c, shape);
   // Not zeroed: a KV slot is written before it is read, and a state slot is reset when its sequence
   // starts (context_before == 0). Fresh host memory thus stays untouched until used.
@@ -34,8 +34,8 @@ CacheStorage::CacheStorage(Backend& backend, const ModelConfig& c, const CacheSh
     buffers_.push_back(p);
     return p;
   };
-  for (int i = 0; i < c.num_layers; ++i) {
-    if (c.layer_types[size_t(i)] == LayerType::FullAttention) {
+  for (int i = 0; i < c.num_layers + shape.draft_layers; ++i) {
+    if (i >= c.num_layers || c.layer_types[size_t(i)] == LayerType::FullAttention) {
       PagedKv& kv = kv_[size_t(i)];
       kv.block_size = shape.block_size;
       kv.k = Tensor(alloc(b.kv_per_side), shape.kv_dtype, {shape.num_blocks, shape.block_size, c.num_kv_heads, c.head_dim});

@@ -13,8 +13,9 @@ namespace dcu {
 struct CacheShape {
   int num_blocks = 0;      // KV pages per attention layer
   int block_size = 16;     // tokens per page
-  int num_state_slots = 0; // sequences that can hold GDN state at once
+  int num_state_slots = 0; // GDN states held at once (a speculating sequence holds 1 + k)
   DType kv_dtype = DType::F32;
+  int draft_layers = 0;    // paged KV caches for the MTP block's attention layers, after the model's
 };
 
 class CacheStorage {
@@ -26,6 +27,8 @@ class CacheStorage {
 
   const CacheShape& shape() const { return shape_; }
   PagedKv& kv(int layer) { return kv_[size_t(layer)]; }
+  // The KV cache of MTP layer i (same pages and block size as the model's).
+  PagedKv& draft_kv(int i) { return kv_[kv_.size() - size_t(shape_.draft_layers) + size_t(i)]; }
   GdnState& state(int layer) { return state_[size_t(layer)]; }
 
   // Bytes for `shape` without allocating (memory planning).
@@ -34,7 +37,7 @@ class CacheStorage {
  private:
   Backend& backend_;
   CacheShape shape_;
-  std::vector<PagedKv> kv_;         // indexed by model layer; empty for GDN layers
+  std::vector<PagedKv> kv_;         // indexed by model layer (empty for GDN layers), then the MTP layers
   std::vector<GdnState> state_;     // indexed by model layer; empty for attention layers
   std::vector<void*> buffers_;
 };

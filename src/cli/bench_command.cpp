@@ -24,7 +24,7 @@ struct BenchArgs {
   std::string model, random_weights, device = "auto", dtype = "auto", matmul_precision = "high";
   std::string quantization = "none";
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
-  int decode_steps = 8, repeats = 3, tensor_parallel_size = 1;
+  int decode_steps = 8, repeats = 3, tensor_parallel_size = 1, num_speculative_tokens = 0;
   uint64_t seed = 0;
   bool enforce_eager = false;
 };
@@ -91,8 +91,9 @@ void run_bench(const BenchArgs& a) {
     ranks[size_t(r)].comm = tp > 1 ? comms[size_t(r)].get() : nullptr;
     ranks[size_t(r)].weights =
         a.random_weights.empty()
-            ? load_weights(dir, config, *raw[size_t(r)], plan, {}, {weight_dtype, quantize})
-            : random_weights(config, *raw[size_t(r)], weight_dtype.value_or(DType::BF16), a.seed, plan, {}, quantize);
+            ? load_weights(dir, config, *raw[size_t(r)], plan, {}, {weight_dtype, quantize, a.num_speculative_tokens > 0})
+            : random_weights(config, *raw[size_t(r)], weight_dtype.value_or(DType::BF16), a.seed, plan, {}, quantize,
+                             a.num_speculative_tokens > 0);
   }
   BenchOptions o;
   o.prompt_lens = parse_list(a.prompt_lens, "--prompt-len");
@@ -101,6 +102,7 @@ void run_bench(const BenchArgs& a) {
   o.decode_steps = a.decode_steps;
   o.repeats = a.repeats;
   o.enforce_eager = a.enforce_eager;
+  o.speculative_tokens = a.num_speculative_tokens;
   std::printf("model: %s (%.3fB parameters), device: %s%s\n", what.c_str(), double(config.parameter_count()) / 1e9,
               backend->name().c_str(),
               tp > 1 ? fmt::format(" x {} ranks ({})", tp, comms[0]->name()).c_str() : "");
@@ -124,6 +126,20 @@ void run_bench(const BenchArgs& a) {
                   d.collective_s_per_step * 1e6, d.collective_s_per_step * 1e6 / std::max(1, d.collectives_per_step),
                   d.collective_cost_s_per_step * 1e6);
   }
+  if (r.speculative.empty()) return;
+  // Random weights draw the drafts but do not decide acceptance: tokens/s at each forced acceptance.
+  const int k = a.num_speculative_tokens;
+  std::printf("\nspeculative decoding, k = %d (tokens/s at a FORCED acceptance of a drafts per round)\n", k);
+  std::printf("%-6s %-8s %10s %10s %8s %10s %10s", "batch", "context", "1-row ms", "verify ms", "ratio", "draft ms",
+              "chained ms");
+  for (int accepted = 0; accepted <= k; ++accepted) std::printf(" %9s", fmt::format("a={}", accepted).c_str());
+  std::printf("\n");
+  for (const auto& sr : r.speculative) {
+    std::printf("%-6d %-8d %10.3f %10.3f %8.3f %10.3f %10.3f", sr.batch, sr.context, sr.one_row_s * 1e3,
+                sr.verify_s * 1e3, sr.verify_s / sr.one_row_s, sr.draft_s * 1e3, sr.chained_draft_s * 1e3);
+    for (double t : sr.tokens_per_s) std::printf(" %9.1f", t);
+    std::printf("\n");
+  }
 }
 
 }  // namespace
@@ -146,6 +162,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--decode-steps", args->decode_steps, "Decode steps timed per figure")->check(CLI::Range(1, 100000));
   cmd->add_option("--repeats", args->repeats, "Runs per figure; the best is reported")->check(CLI::Range(1, 1000));
   cmd->add_flag("--enforce-eager", args->enforce_eager, "No CUDA/HIP graphs for decode steps");
+  add_speculative_config_option(cmd, args->num_speculative_tokens);
   cmd->add_option("--seed", args->seed, "Seed of the random weights");
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
                   "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")

@@ -31,4 +31,8 @@ inline constexpr const char* kQuantizationHelp =
     "matrices stored in 16 bits while loading (symmetric, one scale per 128 inputs of a row), on a quantized "
     "checkpoint those it left in 16 bits";
 
+// --speculative-config '{"method": "mtp", "num_speculative_tokens": k}' (vLLM's flag), checked while
+// the command line is parsed (engine/speculative_config.h); shared by serve, generate and bench.
+void add_speculative_config_option(CLI::App* cmd, int& num_speculative_tokens);  // speculative_option.cpp
+
 }  // namespace dcu

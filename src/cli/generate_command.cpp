@@ -1,5 +1,6 @@
 // dcuserve generate: one continuation of one prompt, printed as it is produced (or as JSON).
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "core/log.h"
 #include "core/error.h"
 #include "engine/engine_factory.h"
 #include "text/chat_template.h"
@@ -24,6 +26,7 @@ namespace {
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, device = "auto", dtype = "auto", matmul_precision = "high";
   std::string quantization = "none";
+  int num_speculative_tokens = 0;
   int max_tokens = 64;
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = -1;
@@ -71,6 +74,7 @@ void run_generate(const GenerateArgs& a) {
   opts.dtype = a.dtype;
   opts.matmul_precision = a.matmul_precision;
   opts.quantization = a.quantization;
+  opts.num_speculative_tokens = a.num_speculative_tokens;
   opts.max_num_seqs = 1;
   opts.max_model_len = a.max_model_len;
   opts.tensor_parallel_size = a.tensor_parallel_size;
@@ -104,8 +108,11 @@ void run_generate(const GenerateArgs& a) {
   std::vector<int32_t> ids;
   std::optional<text::StreamingDetokenizer> detok;
   if (tokenizer) detok.emplace(*tokenizer, false, std::vector<std::string>{});
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> first_token;
   auto submitted = engine->submit(std::move(req), [&](GenerationEvent&& ev) {
     std::lock_guard lock(mutex);
+    if (!first_token && !ev.tokens.empty()) first_token = std::chrono::steady_clock::now();
     for (const auto& t : ev.tokens) {
       ids.push_back(t.id);
       if (detok && !a.json) std::fputs(detok->push(t.id).c_str(), stdout), std::fflush(stdout);
@@ -120,6 +127,15 @@ void run_generate(const GenerateArgs& a) {
   std::unique_lock lock(mutex);
   done_cv.wait(lock, [&] { return done; });
   if (!error.empty()) fail("generation failed: {}", error);
+  if (first_token && ids.size() > 1) {
+    const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+    const double decode = seconds(std::chrono::steady_clock::now() - *first_token);
+    const EngineStats st = engine->stats();
+    const std::string acceptance =
+        st.spec_drafts ? fmt::format(" ({:.2f} tokens per verify step)", 1.0 + double(st.spec_accepted_tokens) / double(st.spec_drafts)) : "";
+    log::info("{} tokens: first after {:.3f} s, then {:.1f} tokens/s{}", ids.size(), seconds(*first_token - start),
+              double(ids.size() - 1) / decode, acceptance);
+  }
   if (a.json) {
     nlohmann::json out = {{"ids", ids}};
     if (tokenizer) out["text"] = tokenizer->decode(ids, false);
@@ -151,6 +167,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--dtype", args->dtype, "auto | bfloat16 | float16 | float32 (float32: exact f32 matmuls on GPUs)")
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
   cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember(kQuantizationChoices));
+  add_speculative_config_option(cmd, args->num_speculative_tokens);
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,

@@ -67,6 +67,17 @@ void print_model(const ModelConfig& c, const std::string& source, double weight_
   std::printf("GDN state per seq:   %s (f32)\n", format_bytes(state).c_str());
   std::printf("one sequence of %d tokens: %s (bf16 KV) + weights\n", max_model_len,
               format_bytes(state + kv16 * max_model_len).c_str());
+  if (c.mtp_num_hidden_layers > 0) {
+    // --speculative-config: k more state slots per sequence (each verified row keeps its state) and the
+    // MTP block's own KV cache.
+    const double mtp_kv = 2.0 * c.num_kv_heads * c.head_dim * 2;
+    std::printf("MTP block:           %d layer(s); with --speculative-config k: + k x %s of GDN state and + %s of KV "
+                "per token per sequence\n",
+                c.mtp_num_hidden_layers, format_bytes(state).c_str(), format_bytes(mtp_kv).c_str());
+    for (int k : {1, 2, 3})
+      std::printf("  k = %d: one sequence of %d tokens: %s (bf16 KV)\n", k, max_model_len,
+                  format_bytes(state * (1 + k) + (kv16 + mtp_kv) * max_model_len).c_str());
+  }
   if (shipped == QuantMethod::None) {
     print_quantization_choices(c);
     return;

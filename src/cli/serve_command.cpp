@@ -114,6 +114,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", a->engine.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str()
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32", "half", "float"}));
+  add_speculative_config_option(cmd, a->engine.num_speculative_tokens);
   cmd->add_option("--quantization,-q", a->engine.quantization, kQuantizationHelp)
       ->check(CLI::IsMember(kQuantizationChoices))
       ->capture_default_str();

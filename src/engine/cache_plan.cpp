@@ -13,10 +13,11 @@ std::string format_bytes(double bytes) {
 }
 
 CacheShape plan_cache(const ModelConfig& config, const CachePlanRequest& r) {
-  CacheShape one_block{1, r.block_size, 0, r.kv_dtype};
-  CacheShape one_slot{0, r.block_size, 1, r.kv_dtype};
+  const int per_seq = std::max(1, r.state_slots_per_sequence);
+  CacheShape one_block{1, r.block_size, 0, r.kv_dtype, r.draft_layers};
+  CacheShape one_slot{0, r.block_size, 1, r.kv_dtype, r.draft_layers};
   const size_t block_bytes = CacheStorage::bytes_needed(config, one_block);
-  const size_t slot_bytes = CacheStorage::bytes_needed(config, one_slot);
+  const size_t slot_bytes = CacheStorage::bytes_needed(config, one_slot) * size_t(per_seq);  // one sequence's
   const int blocks_per_seq = (r.max_model_len + r.block_size - 1) / r.block_size;
   const size_t one_sequence = slot_bytes + size_t(blocks_per_seq) * block_bytes;
   if (r.budget_bytes < one_sequence)
@@ -28,9 +29,11 @@ CacheShape plan_cache(const ModelConfig& config, const CachePlanRequest& r) {
   CacheShape shape;
   shape.block_size = r.block_size;
   shape.kv_dtype = r.kv_dtype;
-  const size_t slots_by_budget = slot_bytes ? (r.budget_bytes / 2) / slot_bytes : size_t(r.max_num_seqs);
-  shape.num_state_slots = int(std::clamp<size_t>(slots_by_budget, 1, size_t(std::max(1, r.max_num_seqs))));
-  const size_t left = r.budget_bytes - size_t(shape.num_state_slots) * slot_bytes;
+  shape.draft_layers = r.draft_layers;
+  const size_t seqs_by_budget = slot_bytes ? (r.budget_bytes / 2) / slot_bytes : size_t(r.max_num_seqs);
+  const size_t seqs = std::clamp<size_t>(seqs_by_budget, 1, size_t(std::max(1, r.max_num_seqs)));
+  shape.num_state_slots = int(seqs) * per_seq;
+  const size_t left = r.budget_bytes - seqs * slot_bytes;
   shape.num_blocks = block_bytes ? int(std::min<size_t>(left / block_bytes, size_t(1) << 30)) : 1;
   // Pages beyond max_num_seqs full-length sequences could never be used.
   shape.num_blocks = std::min<int64_t>(shape.num_blocks, int64_t(blocks_per_seq) * std::max(1, r.max_num_seqs));

@@ -69,6 +69,12 @@ struct EngineStats {
   double kv_cache_usage = 0.0;      // fraction of KV blocks in use
   double state_slot_usage = 0.0;    // fraction of GDN state slots in use
   uint64_t preemptions = 0;
+  // Speculative decoding, as vLLM counts it: verify steps of a sequence with drafts, drafted tokens,
+  // accepted tokens, and accepted tokens by draft position (k entries; empty when speculation is off).
+  uint64_t spec_drafts = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
+  std::vector<uint64_t> spec_accepted_per_position;
 };
 
 // Rejection at submit time; `retry_after_seconds` > 0 means "try later" (HTTP 503).

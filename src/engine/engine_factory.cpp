@@ -26,6 +26,10 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o, const Communicator
   if (o.max_model_len > config.max_position_embeddings)
     log::warn("--max-model-len {} exceeds the model's max_position_embeddings {}", o.max_model_len,
               config.max_position_embeddings);
+  const int k = o.num_speculative_tokens;
+  if (k > 0 && o.nnodes > 1)
+    fail("--speculative-config: speculative decoding across several nodes (--nnodes {}) is not supported yet",
+         o.nnodes);
   const StepCapacity capacity = step_capacity(o);
   LlmEngineOptions eo;
   eo.limits.max_num_seqs = o.max_num_seqs;
@@ -35,6 +39,8 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o, const Communicator
   eo.max_model_len = max_model_len;
   eo.max_waiting_requests = o.max_waiting_requests;
   eo.seed = o.seed;
+  eo.num_speculative_tokens = k;
+  eo.limits.state_slots_per_seq = 1 + k;
   eo.eos_token_ids = o.random_weights ? std::vector<int32_t>{} : load_generation_defaults(o.model_dir).eos_token_ids;
 
   LocalRanks ranks(o, std::move(config), make_communicators);
@@ -50,6 +56,8 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o, const Communicator
     plan.max_num_seqs = o.max_num_seqs;
     plan.block_size = kBlockSize;
     plan.kv_dtype = ranks.kv_dtype();
+    plan.state_slots_per_sequence = 1 + k;
+    plan.draft_layers = k > 0 ? 1 : 0;
     const CacheShape shape = agree_cache_shape(followers, ranks.cache_budget(capacity), [&](size_t budget) {
       plan.budget_bytes = budget;
       return plan_cache(ranks.local_config(), plan);
@@ -63,7 +71,7 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o, const Communicator
     log::info("node 0 of {}: every node is ready", o.nnodes);
     model.followers = std::make_unique<StepBroadcaster>(std::move(followers), model.communicator_abort());
   }
-  eo.limits.max_num_seqs = std::min(o.max_num_seqs, model.ranks[0].cache->shape().num_state_slots);
+  eo.limits.max_num_seqs = std::min(o.max_num_seqs, model.ranks[0].cache->shape().num_state_slots / (1 + k));
   return std::make_unique<LlmEngine>(std::move(model), eo);
 }
 

@@ -35,6 +35,7 @@ struct EngineOptions {
   uint64_t seed = 0;                      // default seed for requests that give none
   bool random_weights = false;            // dimensions from config.json, weights random (benchmarks)
   bool enforce_eager = false;             // no CUDA/HIP graphs for decode steps (debugging)
+  int num_speculative_tokens = 0;         // MTP drafts verified per step (--speculative-config); 0: off
 };
 
 // Makes the communicators of this node's ranks: global ranks node_rank * n + i of tensor_parallel_size,

@@ -12,6 +12,11 @@ LlmEngine::LlmEngine(ModelInstance model, LlmEngineOptions options)
       options_(std::move(options)),
       blocks_(model_.ranks[0].cache->shape().num_blocks), slots_(model_.ranks[0].cache->shape().num_state_slots),
       scheduler_(options_.limits, blocks_, slots_) {
+  if (options_.num_speculative_tokens > 0) {
+    DCU_CHECK(runner_->drafts());
+    drafter_ = std::make_unique<Drafter>(model_, batch_sampler_);
+    spec_stats_.spec_accepted_per_position.assign(size_t(options_.num_speculative_tokens), 0);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -72,6 +77,10 @@ EngineStats LlmEngine::stats() const {
   s.waiting = waiting_count_;
   s.preemptions = preemptions_;
   std::lock_guard lock(mutex_);  // pools are read under the same lock the engine thread updates them
+  s.spec_drafts = spec_stats_.spec_drafts;
+  s.spec_draft_tokens = spec_stats_.spec_draft_tokens;
+  s.spec_accepted_tokens = spec_stats_.spec_accepted_tokens;
+  s.spec_accepted_per_position = spec_stats_.spec_accepted_per_position;
   s.kv_cache_usage = 1.0 - double(blocks_.free_count()) / std::max(1, blocks_.capacity());
   s.state_slot_usage = 1.0 - double(slots_.free_count()) / std::max(1, slots_.capacity());
   return s;
@@ -86,6 +95,7 @@ void LlmEngine::loop() {
     }
     drain_inbox();
     if (!sequences_.empty()) run_step();
+    stats_log_.maybe_log(stats());
   }
   drain_inbox();
   std::vector<Sequence*> left;
@@ -125,6 +135,18 @@ std::optional<FinishReason> LlmEngine::stop_reason(const Sequence& seq, int32_t 
   return std::nullopt;
 }
 
+// One sequence that samples this step: its candidate rows are first_row (after its last token) and,
+// when it verifies drafts, one row after each draft.
+struct LlmEngine::Verification {
+  Sequence* seq = nullptr;
+  int first_row = 0;
+  int drafts = 0;    // drafts verified
+  int accepted = 0;  // drafts equal to the target's choice, in order
+  bool sampling = true;
+  std::optional<FinishReason> finished = {};
+  GenerationEvent event = {};
+};
+
 void LlmEngine::run_step() {
   std::vector<ScheduledWork> work;
   {
@@ -135,56 +157,139 @@ void LlmEngine::run_step() {
   if (work.empty()) return;
 
   std::vector<SequenceStep> steps;
+  std::vector<int> first_rows, first_positions;  // each sequence's first row of the step and its position
+  int batch_rows = 0, prompt_rows = 0;
   for (const auto& w : work) {
     Sequence& s = *w.seq;
-    steps.push_back(SequenceStep{std::span<const int32_t>(s.tokens).subspan(size_t(s.computed), size_t(w.num_tokens)),
-                                 s.computed, s.blocks, s.state_slot, w.all_logits});
+    prompt_rows += std::clamp(s.prompt_len - s.computed, 0, w.num_tokens);
+    first_rows.push_back(batch_rows);
+    first_positions.push_back(s.computed);
+    batch_rows += w.num_tokens;
+    const int own = w.num_tokens - w.num_drafts;
+    SequenceStep step{std::span<const int32_t>(s.tokens).subspan(size_t(s.computed), size_t(own)), s.computed,
+                      s.blocks, s.state_slot, w.all_logits};
+    if (w.num_drafts > 0) {  // the last token, then the drafts; each row keeps its state, the last in state_slot
+      s.step_tokens.assign(1, s.tokens.back());
+      s.step_tokens.insert(s.step_tokens.end(), s.drafts.begin(), s.drafts.begin() + w.num_drafts);
+      s.step_write_slots.assign(s.spare_slots.begin(), s.spare_slots.begin() + w.num_drafts);
+      s.step_write_slots.push_back(s.state_slot);
+      step.tokens = s.step_tokens;
+      step.state_write_slots = s.step_write_slots;
+    }
+    steps.push_back(step);
   }
-  // Sequences whose computed count reaches their token count sample a token from their last row.
-  std::vector<Sequence*> finishing;
-  std::vector<SampledToken> tokens;
+  std::vector<Verification> verifications;
   try {
     const Tensor logits = step_model(steps);
-    std::vector<SamplingJob> jobs;
-    std::vector<std::vector<int32_t>> banned(work.size());
     int row = 0;
-    for (size_t i = 0; i < work.size(); ++i) {
-      Sequence& s = *work[i].seq;
-      const int rows = work[i].all_logits ? work[i].num_tokens : 1;
-      if (work[i].all_logits) collect_prompt_logprobs(s, logits, row, rows);
-      s.computed += work[i].num_tokens;
-      if (s.computed == int(s.tokens.size())) {  // else a prompt chunk: nothing to sample yet
-        finishing.push_back(&s);
-        if (s.params.max_tokens > 0) jobs.push_back({&s.sampler, row + rows - 1, banned_tokens(s, banned[i])});
-      }
+    for (const auto& w : work) {
+      Sequence& s = *w.seq;
+      const int rows = w.all_logits ? w.num_tokens : 1;
+      if (s.wants_prompt_logprobs()) collect_prompt_logprobs(s, logits, row, rows);
+      s.computed += w.num_tokens - w.num_drafts;  // each accepted draft adds its row (sample_tokens)
+      if (s.computed == int(s.tokens.size()))     // else a prompt chunk: nothing to sample yet
+        verifications.push_back({&s, row + rows - 1 - w.num_drafts, w.num_drafts});
       row += rows;
     }
-    tokens = batch_sampler_.sample(logits, jobs);
+    sample_tokens(logits, verifications);
+    if (drafter_) draft_next(work, verifications, first_rows, first_positions);
   } catch (const Error& e) {
     log::error("model step failed: {}", e.what());
     for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, e.what());
     return;
   }
 
-  size_t next_token = 0;
-  for (Sequence* seq : finishing) {
-    Sequence& s = *seq;
-    GenerationEvent event;
+  int generated = 0;
+  for (const Verification& v : verifications) generated += int(v.event.tokens.size());
+  stats_log_.count_step(prompt_rows, generated);
+  for (Verification& v : verifications) {
+    Sequence& s = *v.seq;
     if (s.wants_prompt_logprobs()) {
-      event.prompt_logprobs = std::move(s.prompt_logprobs);
+      v.event.prompt_logprobs = std::move(s.prompt_logprobs);
       s.prompt_logprobs_sent = true;
     }
-    if (s.params.max_tokens == 0) {  // prompt logprobs only
-      finish(&s, FinishReason::Length, std::move(event));
-      continue;
-    }
-    SampledToken& token = tokens[next_token++];
-    s.sampler.accept(token.id);
-    s.tokens.push_back(token.id);
-    event.tokens.push_back(std::move(token));
-    if (auto reason = stop_reason(s, s.tokens.back())) finish(&s, *reason, std::move(event));
-    else s.on_event(std::move(event));
+    if (s.params.max_tokens == 0) finish(&s, FinishReason::Length, std::move(v.event));  // prompt logprobs only
+    else if (v.finished) finish(&s, *v.finished, std::move(v.event));
+    else s.on_event(std::move(v.event));
   }
+}
+
+// Round r samples row first_row + r of every sequence still choosing, exactly as a step without drafts
+// would (penalties, bans and the request's random numbers see every token before it). A draft equal to
+// the choice was computed right, so the next row holds the target's next logits; the first choice that
+// differs from its draft, or follows the last draft, ends the sequence's turn. For greedy requests this
+// is "accept while the argmax equals the draft"; for sampled ones it is the rejection-sampling rule with
+// a one-point draft distribution (accept d with probability p(d), else draw from p without d), so the
+// output distribution is the target's and a seeded request draws the same tokens as without drafts.
+void LlmEngine::sample_tokens(const Tensor& logits, std::span<Verification> verifications) {
+  for (Verification& v : verifications) v.sampling = v.seq->params.max_tokens > 0;
+  std::vector<SamplingJob> jobs;
+  std::vector<Verification*> owners;
+  std::vector<std::vector<int32_t>> banned(verifications.size());
+  for (int round = 0;; ++round) {
+    jobs.clear();
+    owners.clear();
+    for (size_t i = 0; i < verifications.size(); ++i) {
+      Verification& v = verifications[i];
+      if (!v.sampling) continue;
+      banned[i].clear();
+      jobs.push_back({&v.seq->sampler, v.first_row + round, banned_tokens(*v.seq, banned[i])});
+      owners.push_back(&v);
+    }
+    if (jobs.empty()) break;
+    std::vector<SampledToken> tokens = batch_sampler_.sample(logits, jobs);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      Verification& v = *owners[j];
+      Sequence& s = *v.seq;
+      const int32_t id = tokens[j].id;
+      s.sampler.accept(id);
+      s.tokens.push_back(id);
+      v.event.tokens.push_back(std::move(tokens[j]));
+      v.finished = stop_reason(s, id);
+      v.sampling = !v.finished && round < v.drafts && id == s.drafts[size_t(round)];
+      if (v.sampling) {  // the draft's row and caches stand
+        ++v.accepted;
+        ++s.computed;
+      }
+    }
+  }
+  for (Verification& v : verifications) {
+    if (v.drafts == 0) continue;
+    // Row `accepted` kept the state to continue from: in spare slot `accepted`, or (all accepted) in state_slot.
+    if (v.accepted < v.drafts) std::swap(v.seq->state_slot, v.seq->spare_slots[size_t(v.accepted)]);
+    v.seq->drafts.clear();
+    count_verification(v);
+  }
+}
+
+void LlmEngine::count_verification(const Verification& v) {
+  std::lock_guard lock(mutex_);
+  ++spec_stats_.spec_drafts;
+  spec_stats_.spec_draft_tokens += uint64_t(v.drafts);
+  spec_stats_.spec_accepted_tokens += uint64_t(v.accepted);
+  for (int i = 0; i < v.accepted; ++i) ++spec_stats_.spec_accepted_per_position[size_t(i)];
+}
+
+// Every sequence of the step that goes on feeds its new rows to the MTP block; those that sampled draft
+// up to k tokens, as many as max_tokens, the context length and free KV pages (no preemption) allow.
+void LlmEngine::draft_next(std::span<const ScheduledWork> work, std::span<const Verification> verifications,
+                           std::span<const int> first_rows, std::span<const int> first_positions) {
+  std::vector<DraftRequest> requests;
+  size_t next = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    Sequence& s = *work[i].seq;
+    const Verification* v = next < verifications.size() && verifications[next].seq == &s ? &verifications[next++] : nullptr;
+    if (v && (v->finished || s.params.max_tokens == 0)) continue;  // ends this step
+    int drafts = 0;
+    if (v) {
+      drafts = std::min({options_.num_speculative_tokens, s.params.max_tokens - s.generated() - 1,
+                         options_.max_model_len - int(s.tokens.size())});
+      std::lock_guard lock(mutex_);
+      if (drafts > 0 && !scheduler_.reserve(&s, int(s.tokens.size()) + drafts)) drafts = 0;
+    }
+    requests.push_back({&s, first_positions[i], first_rows[i], std::max(0, drafts)});
+  }
+  drafter_->propose(requests);
 }
 
 // Eos (unless ignored) and stop ids may not be sampled before min_tokens.

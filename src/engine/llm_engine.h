@@ -10,9 +10,11 @@
 #include <unordered_map>
 
 #include "cache/block_allocator.h"
+#include "engine/drafter.h"
 #include "engine/engine_api.h"
 #include "engine/model_instance.h"
 #include "engine/scheduler.h"
+#include "engine/stats_log.h"
 #include "engine/sequence.h"
 #include "sampling/batch_sampler.h"
 
@@ -24,6 +26,7 @@ struct LlmEngineOptions {
   int max_waiting_requests = 1024;
   uint64_t seed = 0;
   std::vector<int32_t> eos_token_ids;
+  int num_speculative_tokens = 0;  // MTP drafts per sequence and step (the runners must draft); 0: off
 };
 
 class LlmEngine final : public Engine {
@@ -42,6 +45,14 @@ class LlmEngine final : public Engine {
   void loop();
   void drain_inbox();
   void run_step();
+  // The tokens of each sequence that samples this step: one, or (verifying drafts) the accepted ones
+  // and the target's next; advances computed past the accepted rows and keeps their state slot.
+  struct Verification;
+  void sample_tokens(const Tensor& logits, std::span<Verification> verifications);
+  // The drafts each sequence of the step verifies next time (speculative decoding).
+  void draft_next(std::span<const ScheduledWork> work, std::span<const Verification> verifications,
+                  std::span<const int> first_rows, std::span<const int> first_positions);
+  void count_verification(const Verification& v);
   // One model step on every rank (of every node); rank 0's logits [R, V] in its backend's memory.
   Tensor step_model(std::span<const SequenceStep> steps);
   std::span<const int32_t> banned_tokens(const Sequence& s, std::vector<int32_t>& storage) const;
@@ -60,6 +71,7 @@ class LlmEngine final : public Engine {
   IdPool blocks_;
   IdPool slots_;
   Scheduler scheduler_;
+  std::unique_ptr<Drafter> drafter_;  // with speculative decoding
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> sequences_;  // engine thread only
 
   // Inbox, shared with request threads.
@@ -73,6 +85,8 @@ class LlmEngine final : public Engine {
 
   std::atomic<int> running_count_{0}, waiting_count_{0};
   std::atomic<uint64_t> preemptions_{0};
+  EngineStats spec_stats_;  // the spec_* counters, under mutex_
+  StatsLog stats_log_;      // engine thread only
   std::thread thread_;
 };
 

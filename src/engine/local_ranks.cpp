@@ -131,7 +131,10 @@ std::string graph_mode(const ModelRunner& runner, bool enforce_eager) {
 }  // namespace
 
 StepCapacity step_capacity(const EngineOptions& o) {
-  return {o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 2048, std::max(256, o.max_num_seqs + 1)};
+  // Verified drafts need a logit row each: room for k of them for up to a graph's worth of sequences.
+  const int draft_rows = o.num_speculative_tokens * std::min(o.max_num_seqs, ModelRunner::kGraphMaxSeqs);
+  return {o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 2048,
+          std::max(256, o.max_num_seqs + 1) + draft_rows};
 }
 
 ModelConfig model_config_for(const EngineOptions& o) {
@@ -160,6 +163,10 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
   if (o.nnodes > 1 && !make_communicators_ && !(gpu && nccl_compiled()))
     fail("--nnodes {}: the ranks of several hosts meet through NCCL (CUDA) or RCCL (HIP); {}", o.nnodes,
          gpu ? "this build has neither" : "simulated CPU ranks cannot span hosts (use --device cuda or hip)");
+  if (o.num_speculative_tokens > 0 && config_.mtp_num_hidden_layers < 1)
+    fail("--speculative-config: {} has no MTP block (mtp_num_hidden_layers is 0 or missing in config.json), "
+         "so it cannot draft tokens; serve it without --speculative-config",
+         o.model_dir);
   check_weights_fit(o, config_, backends_, loaded_weight_bytes(o, config_, shipped, quantize_));
   for (int r = 0; r < local_ranks; ++r)
     plans_.push_back(shard_plan(config_, o.node_rank * local_ranks + r, o.tensor_parallel_size));
@@ -216,10 +223,11 @@ void LocalRanks::load_weights() {
       rank_bytes = total;
     };
     const DType random_dtype = weight_dtype_for(o.dtype).value_or(DType::BF16);
-    weights_.push_back(o.random_weights
-                           ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)], progress, quantize_)
-                           : dcu::load_weights(o.model_dir, config_, backend, plans_[size_t(r)], progress,
-                                               {weight_dtype_for(o.dtype), quantize_}));
+    const bool mtp = o.num_speculative_tokens > 0;
+    weights_.push_back(o.random_weights ? random_weights(config_, backend, random_dtype, o.seed, plans_[size_t(r)],
+                                                         progress, quantize_, mtp)
+                                        : dcu::load_weights(o.model_dir, config_, backend, plans_[size_t(r)], progress,
+                                                            {weight_dtype_for(o.dtype), quantize_, mtp}));
     bytes += rank_bytes;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -230,8 +238,9 @@ void LocalRanks::load_weights() {
 
 size_t LocalRanks::cache_budget(const StepCapacity& capacity) const {
   const bool cpu = backends_[0]->kind() == DeviceKind::Cpu;
-  const size_t scratch = ModelRunner::scratch_bytes(*backends_[0], config_, capacity.max_tokens,
-                                                    capacity.max_logit_rows, options_.tensor_parallel_size);
+  const size_t scratch =
+      ModelRunner::scratch_bytes(*backends_[0], config_, capacity.max_tokens, capacity.max_logit_rows,
+                                 options_.tensor_parallel_size, options_.num_speculative_tokens > 0);
   // Every rank holds the same blocks and slots, so the smallest budget decides; CPU ranks share one host.
   size_t budget = SIZE_MAX;
   for (int r = 0; r < size(); ++r)
@@ -242,8 +251,10 @@ size_t LocalRanks::cache_budget(const StepCapacity& capacity) const {
 ModelInstance LocalRanks::finish(const CacheShape& shape, const StepCapacity& capacity) {
   DCU_CHECK(int(weights_.size()) == size());
   const int tp = options_.tensor_parallel_size;
-  log::info("cache: {} KV pages of {} tokens ({} tokens), {} GDN state slots, {}{}", shape.num_blocks, shape.block_size,
-            int64_t(shape.num_blocks) * shape.block_size, shape.num_state_slots,
+  const int per_seq = 1 + options_.num_speculative_tokens;
+  log::info("cache: {} KV pages of {} tokens ({} tokens{}), {} GDN state slots ({} per sequence), {}{}",
+            shape.num_blocks, shape.block_size, int64_t(shape.num_blocks) * shape.block_size,
+            shape.draft_layers ? ", the MTP block's layer included" : "", shape.num_state_slots, per_seq,
             format_bytes(double(CacheStorage::bytes_needed(local_config_, shape))), tp > 1 ? " per rank" : "");
   ModelInstance model;
   model.ranks.resize(size_t(size()));

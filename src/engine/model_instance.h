@@ -36,9 +36,15 @@ struct ModelInstance {
   // One model step on this node's ranks; local rank 0's logits (ModelRunner::step). When a rank fails,
   // the others are released from their collectives and its error is thrown.
   Tensor step(std::span<const SequenceStep> steps);
+  // A draft step of the MTP block on every rank (ModelRunner::draft); local rank 0's logits.
+  Tensor draft(std::span<const SequenceStep> steps, std::span<const int32_t> source_rows, DraftInput from);
   // A function that aborts every rank's communicator, so that their blocked and later collectives fail
   // (a rank on another node will not arrive). Valid while the ranks live, also after this instance moves.
   std::function<void()> communicator_abort() const;
+
+ private:
+  // run(rank's runner) on every rank at once; rank 0's result.
+  Tensor on_every_rank(const std::function<Tensor(ModelRunner&)>& run);
 };
 
 }  // namespace dcu

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "cache/cache_storage.h"
 #include "comm/rank_threads.h"
@@ -112,11 +113,13 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
   const int block_size = 16;
   const int blocks_per_seq = (std::max(max_prompt, max_context + o.decode_steps) + block_size - 1) / block_size;
 
+  const int k = o.speculative_tokens;
   CacheShape shape;
   shape.block_size = block_size;
-  shape.num_state_slots = max_batch;
+  shape.num_state_slots = max_batch * (1 + k);  // sequence s reads slot s; its verify rows keep theirs after
   shape.num_blocks = blocks_per_seq * max_batch;
   shape.kv_dtype = DType::F32;
+  shape.draft_layers = k > 0 ? 1 : 0;
   std::vector<std::unique_ptr<BenchCommunicator>> comms;
   if (P > 1)
     for (BenchRank& rank : ranks) comms.push_back(std::make_unique<BenchCommunicator>(*rank.comm, *rank.backend));
@@ -126,7 +129,7 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
     BenchRank& rank = ranks[size_t(r)];
     caches.push_back(std::make_unique<CacheStorage>(*rank.backend, local_config(config, shard_plan(config, r, P)), shape));
     runners.push_back(std::make_unique<ModelRunner>(*rank.backend, config, std::move(rank.weights), *caches.back(),
-                                                    std::max(max_prompt, max_batch), max_batch,
+                                                    std::max(max_prompt, max_batch * (1 + k)), max_batch * (1 + k),
                                                     P > 1 ? comms[size_t(r)].get() : nullptr));
     runners.back()->set_use_graphs(!o.enforce_eager);
   }
@@ -137,15 +140,21 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
     runners[size_t(r)]->step(steps);
     ranks[size_t(r)].backend->synchronize();
   };
-  auto run_step = [&](std::span<const SequenceStep> steps) {
+  auto on_every_rank = [&](const std::function<void(int rank)>& work) {
     if (P == 1) {
-      step_rank(0, steps);
+      work(0);
       return;
     }
-    threads->run([&](int r) { step_rank(r, steps); },
-                 [&] {
-                   for (auto& rank : ranks) rank.comm->abort();
-                 });
+    threads->run(work, [&] {
+      for (auto& rank : ranks) rank.comm->abort();
+    });
+  };
+  auto run_step = [&](std::span<const SequenceStep> steps) { on_every_rank([&](int r) { step_rank(r, steps); }); };
+  auto run_draft = [&](std::span<const SequenceStep> steps, std::span<const int32_t> rows, DraftInput from) {
+    on_every_rank([&](int r) {
+      runners[size_t(r)]->draft(steps, rows, from);
+      ranks[size_t(r)].backend->synchronize();  // the drafted ids are read (argmax) before the next draft
+    });
   };
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_batch));
   for (int s = 0; s < max_batch; ++s)
@@ -169,6 +178,71 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
     report.prefill.push_back({len, double(len) / best, matrix_flops_per_token, attention_flops_per_token});
     log::info("prefill {} tokens: {:.1f} tok/s", len, double(len) / best);
   }
+
+  // Speculative rounds of `batch` sequences at `context` cached tokens (the same positions every round:
+  // cache contents do not change the work done).
+  auto speculative_rounds = [&](int batch, int context) {
+    std::vector<int32_t> rows_tokens(size_t(batch) * (1 + k), 1), write_slots;
+    for (int s = 0; s < batch; ++s) {
+      for (int i = 0; i < k; ++i) write_slots.push_back(max_batch + s * k + i);
+      write_slots.push_back(s);
+    }
+    auto target_step = [&](int rows) {
+      std::vector<SequenceStep> steps;
+      for (int s = 0; s < batch; ++s) {
+        const std::span<const int32_t> keep(&write_slots[size_t(s) * (1 + k)], size_t(rows));
+        steps.push_back({std::span<const int32_t>(&rows_tokens[size_t(s) * (1 + k)], size_t(rows)), context,
+                         tables[size_t(s)], s, rows > 1, rows > 1 ? keep : std::span<const int32_t>{}});
+      }
+      run_step(steps);
+    };
+    // The first draft reads each sequence's first `rows` rows of a verify step.
+    auto first_draft = [&](int rows) {
+      std::vector<SequenceStep> steps;
+      std::vector<int32_t> sources;
+      for (int s = 0; s < batch; ++s) {
+        steps.push_back({std::span<const int32_t>(&rows_tokens[size_t(s) * (1 + k)], size_t(rows)), context,
+                         tables[size_t(s)]});
+        for (int i = 0; i < rows; ++i) sources.push_back(s * (1 + k) + i);
+      }
+      run_draft(steps, sources, DraftInput::TargetHidden);
+    };
+    auto chained_draft = [&](int d) {
+      std::vector<SequenceStep> steps;
+      std::vector<int32_t> sources;
+      for (int s = 0; s < batch; ++s) {
+        steps.push_back({std::span<const int32_t>(&rows_tokens[size_t(s) * (1 + k)], 1), context + d, tables[size_t(s)]});
+        sources.push_back(s);
+      }
+      run_draft(steps, sources, DraftInput::DraftHidden);
+    };
+    auto best_time = [&](const std::function<void()>& round) {
+      double best = 1e30;
+      for (int r = 0; r < o.repeats + 1; ++r) {  // the first run records the step graphs
+        auto start = Clock::now();
+        for (int step = 0; step < o.decode_steps; ++step) round();
+        if (r > 0) best = std::min(best, seconds_since(start) / o.decode_steps);
+      }
+      return best;
+    };
+    SpeculativeResult sr{batch, context, k};
+    sr.one_row_s = best_time([&] { target_step(1); });
+    sr.verify_s = best_time([&] { target_step(1 + k); });
+    target_step(1 + k);  // the hidden rows the drafts read
+    sr.draft_s = best_time([&] { first_draft(1); });
+    sr.chained_draft_s = best_time([&] { chained_draft(1); });
+    for (int accepted = 0; accepted <= k; ++accepted) {
+      const double round = best_time([&] {
+        target_step(1 + k);
+        first_draft(accepted + 1);
+        for (int d = 1; d < k; ++d) chained_draft(d);
+      });
+      sr.tokens_per_s.push_back(double(batch) * (accepted + 1) / round);
+    }
+    log::info("speculative k={} batch {} context {}: verify {:.2f} ms ({:.2f}x a one-row step), draft {:.2f} ms",
+              k, batch, context, sr.verify_s * 1e3, sr.verify_s / sr.one_row_s, sr.draft_s * 1e3);
+    return sr;
+  };
 
   // Decode: every sequence adds one token at `context` cached tokens (cache contents do not change
   // the work done).
@@ -217,6 +291,7 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
       }
       report.decode.push_back(d);
       log::info("decode batch {} context {}: {:.1f} tok/s", batch, context, tokens_per_s);
+      if (k > 0) report.speculative.push_back(speculative_rounds(batch, context));
     }
   return report;
 }

@@ -19,6 +19,20 @@ struct BenchOptions {
   int decode_steps = 8;
   int repeats = 3;                    // best of
   bool enforce_eager = false;         // no CUDA/HIP graphs for decode steps
+  int speculative_tokens = 0;         // k > 0: also time speculative rounds (the weights carry an MTP block)
+};
+
+// Speculative decoding at one batch and context, with k drafts per sequence. Random weights draw the
+// drafts but do not decide how many are accepted, so rounds are timed at each forced acceptance length.
+struct SpeculativeResult {
+  int batch = 0, context = 0, k = 0;
+  double one_row_s = 0;        // a decode step of one token per sequence
+  double verify_s = 0;         // a verify step: 1 + k rows per sequence, logits for each
+  double draft_s = 0;          // the first draft step: one row per sequence, from the target's hidden rows
+  double chained_draft_s = 0;  // each further draft step
+  // [a] for a forced acceptance of a = 0..k drafts: batch * (a + 1) tokens per round of a verify step, a
+  // first draft step over a + 1 rows per sequence and k - 1 chained ones, timed as it runs.
+  std::vector<double> tokens_per_s = {};
 };
 
 struct DecodeResult {
@@ -45,6 +59,7 @@ struct BenchReport {
   double copy_bandwidth;  // bytes/s, read + write, measured on the backend
   std::vector<PrefillResult> prefill;
   std::vector<DecodeResult> decode;
+  std::vector<SpeculativeResult> speculative;
 };
 
 BenchReport run_offline_bench(Backend& backend, const ModelConfig& config, ModelWeights weights,

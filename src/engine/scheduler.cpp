@@ -16,6 +16,9 @@ void Scheduler::release(Sequence* seq) {
   seq->blocks.clear();
   if (seq->state_slot >= 0) slots_.give_back(seq->state_slot);
   seq->state_slot = -1;
+  slots_.give_back(seq->spare_slots);
+  seq->spare_slots.clear();
+  seq->drafts.clear();  // their draft-cache rows go with the pages
 }
 
 void Scheduler::remove(Sequence* seq) {
@@ -53,10 +56,16 @@ std::vector<ScheduledWork> Scheduler::schedule() {
     if (seq->wants_prompt_logprobs()) n = std::min(n, limits_.max_logit_rows - logit_rows - 1);
     return n;
   };
+  // The drafts a decoding sequence verifies now: each takes a token of the budget and a logit row.
+  auto drafts_of = [&](Sequence* seq) {
+    if (seq->uncomputed() != 1) return 0;
+    return std::max(0, std::min({int(seq->drafts.size()), budget - 1, limits_.max_logit_rows - logit_rows - 1}));
+  };
 
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
-    const int n = chunk_of(seq);
+    const int drafts = drafts_of(seq);
+    const int n = chunk_of(seq) + drafts;
     if (n <= 0) break;
     bool fits = grow_blocks(seq, seq->computed + n);
     while (!fits && running_.back() != seq) {
@@ -69,8 +78,8 @@ std::vector<ScheduledWork> Scheduler::schedule() {
       preempted = true;
       break;
     }
-    const bool all = seq->wants_prompt_logprobs();
-    work.push_back({seq, n, all});
+    const bool all = seq->wants_prompt_logprobs() || drafts > 0;
+    work.push_back({seq, n, all, drafts});
     budget -= n;
     logit_rows += all ? n : 1;
     ++i;
@@ -82,12 +91,12 @@ std::vector<ScheduledWork> Scheduler::schedule() {
     Sequence* seq = waiting_.front();
     const int n = chunk_of(seq);
     if (n <= 0) break;
-    auto slot = slots_.take_one();
-    if (!slot) break;
-    seq->state_slot = *slot;
+    auto slots = slots_.take(limits_.state_slots_per_seq);
+    if (!slots) break;
+    seq->state_slot = slots->front();
+    seq->spare_slots.assign(slots->begin() + 1, slots->end());
     if (!grow_blocks(seq, seq->computed + n)) {
-      slots_.give_back(*slot);
-      seq->state_slot = -1;
+      release(seq);
       break;
     }
     waiting_.pop_front();

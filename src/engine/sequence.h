@@ -26,6 +26,11 @@ struct Sequence {
   int computed = 0;                 // tokens whose KV / GDN state are in the caches
   std::vector<int32_t> blocks;      // KV pages, in order
   int state_slot = -1;              // GDN state slot, -1 when none is held
+  // Speculative decoding (k tokens): the k other slots a verify step writes its rows' states into, the
+  // drafts of the tokens after tokens.back() that the next step verifies, and that step's inputs.
+  std::vector<int32_t> spare_slots;
+  std::vector<int32_t> drafts;
+  std::vector<int32_t> step_tokens, step_write_slots;
   // Prompt logprobs are collected while the prompt is computed and sent with the first token.
   std::vector<std::optional<SampledToken>> prompt_logprobs;
   bool prompt_logprobs_sent = false;

@@ -49,6 +49,7 @@ std::optional<ModelConfig> builtin_config(const std::string& name) {
   c.linear_key_head_dim = 128;
   c.linear_value_head_dim = 128;
   c.linear_conv_kernel = 4;
+  c.mtp_num_hidden_layers = 1;  // every Qwen3.5 checkpoint ships one MTP block
   c.validate();
   return c;
 }

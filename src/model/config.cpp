@@ -107,6 +107,9 @@ void ModelConfig::validate() const {
       fail("config: rotary dimension {} (head_dim * partial_rotary_factor) must be even and in (0, head_dim]",
            rotary_dim);
   }
+  if (mtp_num_hidden_layers < 0) fail("config: \"mtp_num_hidden_layers\" must not be negative, got {}", mtp_num_hidden_layers);
+  if (mtp_num_hidden_layers > 0 && num_full_attention_layers() == 0)
+    fail("config: an MTP block is a full-attention layer, but the model has no attention dimensions");
   if (num_linear_attention_layers() > 0) {
     positive(linear_num_key_heads, "linear_num_key_heads");
     positive(linear_num_value_heads, "linear_num_value_heads");
@@ -180,6 +183,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.linear_key_head_dim = optional_field<int>(tc, "linear_key_head_dim", 0, source);
   c.linear_value_head_dim = optional_field<int>(tc, "linear_value_head_dim", 0, source);
   c.linear_conv_kernel = optional_field<int>(tc, "linear_conv_kernel_dim", 0, source);
+  c.mtp_num_hidden_layers = optional_field<int>(tc, "mtp_num_hidden_layers", 0, source);
   c.validate();
   return c;
 }

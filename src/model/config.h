@@ -37,6 +37,9 @@ struct ModelConfig {
   int linear_value_head_dim = 0;   // dv
   int linear_conv_kernel = 0;      // Kc
 
+  // Multi-token prediction: full-attention decoder blocks under mtp.* that draft tokens (0: none).
+  int mtp_num_hidden_layers = 0;
+
   int linear_key_dim() const { return linear_num_key_heads * linear_key_head_dim; }
   int linear_value_dim() const { return linear_num_value_heads * linear_value_head_dim; }
   int linear_conv_dim() const { return 2 * linear_key_dim() + linear_value_dim(); }

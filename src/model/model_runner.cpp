@@ -38,17 +38,23 @@ struct ModelRunner::Activations {
   Tensor embed_map;    // [T] i32 row of embed_rows for each token (T: not in this rank's vocabulary)
   Tensor gathered;     // [ranks * logit_rows_max * V] every rank's logits
   Tensor full_logits;  // [logit_rows_max, vocab_size] rank 0's gathered slices side by side
+  // drafting (an MTP block) only
+  Tensor final_hidden;  // [T, H] the last target step's hidden rows after the final norm
+  Tensor draft_hidden;  // [T, H] the last draft step's rows after mtp.norm
+  Tensor source_rows;   // [T] i32 the row of final_hidden or draft_hidden each draft row reads
 
   explicit Activations(Backend& be) : backend(be) {}  // sizes only, no memory
-  Activations(Backend& be, const ModelConfig& c, int64_t full_vocab, int T, int logit_rows_max, int ranks)
+  Activations(Backend& be, const ModelConfig& c, int64_t full_vocab, int T, int logit_rows_max, int ranks,
+              bool drafting)
       : backend(be) {
-    arena = backend.allocate(lay_out(c, full_vocab, T, logit_rows_max, ranks, nullptr));
-    lay_out(c, full_vocab, T, logit_rows_max, ranks, static_cast<char*>(arena));
+    arena = backend.allocate(lay_out(c, full_vocab, T, logit_rows_max, ranks, drafting, nullptr));
+    lay_out(c, full_vocab, T, logit_rows_max, ranks, drafting, static_cast<char*>(arena));
   }
 
   // Points every tensor into `base` (when given) and returns the bytes they need together. `c` is the
   // rank's local configuration.
-  size_t lay_out(const ModelConfig& c, int64_t full_vocab, int T, int logit_rows_max, int ranks, char* base) {
+  size_t lay_out(const ModelConfig& c, int64_t full_vocab, int T, int logit_rows_max, int ranks, bool drafting,
+                 char* base) {
     const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, d = c.head_dim;
     const int64_t C = c.linear_conv_dim(), HvDv = c.linear_value_dim(), Hv = c.linear_num_value_heads;
@@ -69,6 +75,11 @@ struct ModelRunner::Activations {
       specs.push_back({&embed_map, DType::I32, {T}});
       specs.push_back({&gathered, DType::F32, {ranks * int64_t(logit_rows_max) * V}});
       specs.push_back({&full_logits, DType::F32, {logit_rows_max, full_vocab}});
+    }
+    if (drafting) {
+      specs.push_back({&final_hidden, DType::F32, {T, H}});
+      specs.push_back({&draft_hidden, DType::F32, {T, H}});
+      specs.push_back({&source_rows, DType::I32, {T}});
     }
     size_t offset = 0;
     for (const auto& s : specs) {
@@ -116,7 +127,7 @@ ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeigh
       local_(local_config(config, shard_)), weights_(std::move(weights)), cache_(cache),
       max_tokens_(max_tokens_per_step), max_logit_rows_(max_logit_rows > 0 ? max_logit_rows : max_tokens_per_step),
       act_(std::make_unique<Activations>(backend, local_, config.vocab_size, max_tokens_, max_logit_rows_,
-                                         shard_.size)),
+                                         shard_.size, weights_.mtp.has_value())),
       act_order_(has_act_order(weights_)) {
   if (comm_) backend_.fill_zero(act_->embed_rows.slice_rows(max_tokens_, 1).data, size_t(config.hidden_size) * 4);
 }
@@ -124,11 +135,11 @@ ModelRunner::ModelRunner(Backend& backend, const ModelConfig& config, ModelWeigh
 ModelRunner::~ModelRunner() = default;
 
 size_t ModelRunner::scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
-                                  int max_logit_rows, int tensor_parallel_size) {
+                                  int max_logit_rows, int tensor_parallel_size, bool drafting) {
   Activations unallocated(backend);
   const ShardPlan plan = shard_plan(config, 0, tensor_parallel_size);
   return unallocated.lay_out(local_config(config, plan), config.vocab_size, max_tokens_per_step, max_logit_rows,
-                             tensor_parallel_size, nullptr);
+                             tensor_parallel_size, drafting, nullptr);
 }
 
 void ModelRunner::observe(const std::string& name, const Tensor& t) const {
@@ -136,9 +147,11 @@ void ModelRunner::observe(const std::string& name, const Tensor& t) const {
 }
 
 namespace {
-// Step graphs: decode steps (one token per sequence) of at most kGraphMaxSeqs sequences, with
-// block-table widths and position limits rounded up to powers of two so that a graph serves many steps.
+// Step graphs: decode steps of at most kGraphMaxSeqs sequences, each with one token or (speculative
+// verify steps) the same number of rows, all with logits; block-table widths and position limits are
+// rounded up to powers of two so that a graph serves many steps.
 constexpr int kGraphMinPositions = 64;
+constexpr int kGraphMaxRowsPerSeq = 9;  // 1 + the most speculative tokens
 
 int power_of_two_at_least(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
 }  // namespace
@@ -148,8 +161,12 @@ bool ModelRunner::records_graphs() const {
 }
 
 bool ModelRunner::graph_step(std::span<const SequenceStep> seqs) const {
-  if (!records_graphs() || observer_ || seqs.size() > size_t(kGraphMaxSeqs)) return false;
-  return std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) { return s.tokens.size() == 1 && !s.all_logits; });
+  if (!records_graphs() || observer_ || seqs.empty() || seqs.size() > size_t(kGraphMaxSeqs)) return false;
+  const size_t rows = seqs[0].tokens.size();
+  if (rows > size_t(kGraphMaxRowsPerSeq)) return false;
+  return std::all_of(seqs.begin(), seqs.end(), [&](const SequenceStep& s) {
+    return s.tokens.size() == rows && s.all_logits == (rows > 1);
+  });
 }
 
 void ModelRunner::build_batch(std::span<const SequenceStep> seqs, bool graph) {
@@ -182,6 +199,13 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs, bool graph) {
     h.seq_row_begin.push_back(row0 + n);
     h.seq_context_before.push_back(s.context_before);
     h.state_slots.push_back(s.state_slot);
+    if (s.state_write_slots.empty()) {
+      h.state_write_slots.insert(h.state_write_slots.end(), size_t(n - 1), -1);
+      h.state_write_slots.push_back(s.state_slot);
+    } else {
+      DCU_CHECK(int(s.state_write_slots.size()) == n);
+      h.state_write_slots.insert(h.state_write_slots.end(), s.state_write_slots.begin(), s.state_write_slots.end());
+    }
     for (int i = 0; i < h.max_blocks_per_seq; ++i)
       h.block_tables.push_back(i < int(s.block_table.size()) ? s.block_table[size_t(i)] : -1);
   }
@@ -200,7 +224,8 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs, bool graph) {
     return offset;
   };
   size_t o_rows = append(h.seq_row_begin), o_ctx = append(h.seq_context_before), o_pos = append(h.positions),
-         o_slot = append(h.slot_mapping), o_blocks = append(h.block_tables), o_states = append(h.state_slots);
+         o_slot = append(h.slot_mapping), o_blocks = append(h.block_tables), o_states = append(h.state_slots),
+         o_writes = append(h.state_write_slots);
   int32_t* base = act_->batch_ints_for(packed.size());
   backend_.upload(base, packed.data(), packed.size() * 4);
   if (comm_) {
@@ -216,8 +241,8 @@ void ModelRunner::build_batch(std::span<const SequenceStep> seqs, bool graph) {
   }
   backend_.upload(act_->ids.data, ids.data(), ids.size() * 4);
   backend_.upload(act_->logit_rows.data, logit_rows_.data(), logit_rows_.size() * 4);
-  batch_ = BatchLayout{&h,          base + o_rows, base + o_ctx, base + o_pos, base + o_slot,
-                       base + o_blocks, base + o_states};
+  batch_ = BatchLayout{&h,          base + o_rows, base + o_ctx,    base + o_pos, base + o_slot,
+                       base + o_blocks, base + o_states, base + o_writes};
 }
 
 std::vector<float>& ModelRunner::step_to_host(std::span<const SequenceStep> seqs) {
@@ -232,10 +257,11 @@ Tensor ModelRunner::step(std::span<const SequenceStep> seqs) {
   build_batch(seqs, graph);
   const int T = batch_.num_tokens(), R = int(logit_rows_.size());
   if (!graph) return forward(T, R);
-  // Everything the recorded launches depend on: the sequence count, the block-table width and the
-  // attention's context splits (from the position limit).
+  // Everything the recorded launches depend on: the token and row counts, the block-table width and
+  // the attention's context splits (from the position limit).
   const uint64_t key = uint64_t(T) | uint64_t(std::countr_zero(unsigned(batch_host_.max_blocks_per_seq))) << 16 |
-                       uint64_t(std::countr_zero(unsigned(batch_host_.position_limit))) << 24;
+                       uint64_t(std::countr_zero(unsigned(batch_host_.position_limit))) << 24 |
+                       uint64_t(batch_host_.seq_rows(0)) << 32;
   if (backend_.launch_graph(key)) return step_logits(R);
   if (graph_shapes_seen_.insert(key).second) return forward(T, R);  // first time: eager, sizing the scratch
   Tensor logits;
@@ -265,13 +291,14 @@ Tensor ModelRunner::forward(int T, int R) {
   const float eps = c.rms_norm_eps;
   if (!fold_norms_) backend_.rms_norm(hidden, weights_.layers[0].input_norm, eps, true, normed);
   for (int layer = 0; layer < c.num_layers; ++layer) {
-    if (c.layer_types[size_t(layer)] == LayerType::FullAttention) attention_layer(layer, T);
-    else gdn_layer(layer, T);
+    const LayerWeights& L = weights_.layers[size_t(layer)];
+    if (L.type == LayerType::FullAttention) attention_layer(L, cache_.kv(layer), T);
+    else gdn_layer(L, cache_.state(layer), T);
     if (!fold_norms_) {
       all_reduce(mixer_out);  // o_proj / out_proj partial sums
       backend_.add_rms_norm(hidden, mixer_out, weights_.layers[size_t(layer)].post_norm, eps, true, normed);
     }
-    mlp(layer, T);
+    mlp(L, T);
     if (!fold_norms_) {
       all_reduce(mixer_out);  // down_proj partial sums
       if (layer + 1 < c.num_layers)
@@ -282,6 +309,12 @@ Tensor ModelRunner::forward(int T, int R) {
     observe("layer" + std::to_string(layer) + ".out", hidden);
   }
   Tensor selected = rows_of(a.selected, R);
+  if (weights_.mtp) {  // the drafts read every row's normed hidden state
+    Tensor normed_rows = rows_of(a.final_hidden, T);
+    backend_.rms_norm(hidden, weights_.final_norm, eps, true, normed_rows);
+    backend_.gather_rows(normed_rows, rows_of(a.logit_rows, R), selected);
+    return logits_of_selected(R);
+  }
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
   if (fold_norms_ && !comm_) {
     Tensor logits = rows_of(a.logits, R);
@@ -291,11 +324,59 @@ Tensor ModelRunner::forward(int T, int R) {
     return logits;
   }
   backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);
-  observe("final_norm", selected);
+  return logits_of_selected(R);
+}
+
+// lm_head over the R normed rows in `selected`.
+Tensor ModelRunner::logits_of_selected(int R) {
+  observe("final_norm", rows_of(act_->selected, R));
   if (comm_) return gather_logits(R);
-  Tensor logits = rows_of(a.logits, R);
-  backend_.matmul(selected, weights_.lm_head, logits);
+  Tensor logits = rows_of(act_->logits, R);
+  backend_.matmul(rows_of(act_->selected, R), weights_.lm_head, logits);
   return logits;
+}
+
+Tensor ModelRunner::draft(std::span<const SequenceStep> seqs, std::span<const int32_t> source_rows, DraftInput from) {
+  if (!weights_.mtp) fail("this runner has no MTP block to draft with");
+  build_batch(seqs, false);
+  const int T = batch_.num_tokens(), R = int(logit_rows_.size());
+  DCU_CHECK(int(source_rows.size()) == T);
+  backend_.upload(act_->source_rows.data, source_rows.data(), source_rows.size() * 4);
+  return draft_forward(T, R, from);
+}
+
+// The MTP block (research/qwen35-spec.md section 7.1): u = fc(concat(norm(embed(token)), norm(hidden))),
+// one full-attention decoder layer on u with the block's own KV cache, mtp.norm, the shared lm_head. Norms
+// are never folded here: a draft's cost is its weights, not its launches.
+Tensor ModelRunner::draft_forward(int T, int R, DraftInput from) {
+  const MtpWeights& m = *weights_.mtp;
+  Activations& a = *act_;
+  const float eps = local_.rms_norm_eps;
+  Tensor hidden = rows_of(a.hidden, T), normed = rows_of(a.normed, T), mixer_out = rows_of(a.mixer_out, T);
+  Tensor source = rows_of(a.selected, T);  // free until the logits
+  backend_.gather_rows(from == DraftInput::TargetHidden ? a.final_hidden : a.draft_hidden, rows_of(a.source_rows, T),
+                       source);
+  if (comm_) embed_sharded(T);
+  else backend_.embed(weights_.embed_tokens, rows_of(a.ids, T), hidden);
+  backend_.rms_norm(hidden, m.pre_fc_norm_embedding, eps, true, normed);
+  backend_.rms_norm(source, m.pre_fc_norm_hidden, eps, true, source);
+  backend_.matmul(normed, m.fc_embedding, hidden);  // fc is whole on every rank: no reduction
+  backend_.matmul(source, m.fc_hidden, mixer_out);
+  backend_.add(hidden, mixer_out);
+  observe("mtp.fc", hidden);
+  fold_norms_ = false;
+  backend_.rms_norm(hidden, m.layer.input_norm, eps, true, normed);
+  attention_layer(m.layer, cache_.draft_kv(0), T);
+  all_reduce(mixer_out);
+  backend_.add_rms_norm(hidden, mixer_out, m.layer.post_norm, eps, true, normed);
+  mlp(m.layer, T);
+  all_reduce(mixer_out);
+  backend_.add(hidden, mixer_out);
+  Tensor out = rows_of(a.draft_hidden, T);
+  backend_.rms_norm(hidden, m.norm, eps, true, out);
+  observe("mtp.norm", out);
+  backend_.gather_rows(out, rows_of(a.logit_rows, R), rows_of(a.selected, R));
+  return logits_of_selected(R);
 }
 
 // Where forward() leaves the logits of a step with R logit rows.
@@ -332,9 +413,9 @@ Tensor ModelRunner::gather_logits(int R) {
   return logits;
 }
 
-void ModelRunner::attention_layer(int layer, int T) {
+void ModelRunner::attention_layer(const LayerWeights& L, PagedKv& kv, int T) {
   const ModelConfig& c = local_;
-  const AttentionWeights& w = weights_.layers[size_t(layer)].attn;
+  const AttentionWeights& w = L.attn;
   Activations& a = *act_;
   Tensor qg = rows_of(a.qg, T), q = rows_of(a.q, T), gate = rows_of(a.gate, T);
   Tensor k = rows_of(a.k, T), v = rows_of(a.v, T), attn = rows_of(a.attn, T);
@@ -342,10 +423,9 @@ void ModelRunner::attention_layer(int layer, int T) {
   const Linear projections[] = {w.q_proj, w.k_proj, w.v_proj};
   const Tensor outputs[] = {qg.reshaped({T, int64_t(c.num_heads) * 2 * c.head_dim}), k.reshaped({T, kv_width}),
                             v.reshaped({T, kv_width})};
-  project_input(weights_.layers[size_t(layer)].input_norm, T, projections, outputs);
+  project_input(L.input_norm, T, projections, outputs);
   backend_.attention_prep(qg, k, w.q_norm, w.k_norm, c.rms_norm_eps, RopeParams{c.rotary_dim, c.rope_theta}, batch_, q,
                           gate);
-  PagedKv& kv = cache_.kv(layer);
   backend_.kv_cache_write(k, v, batch_, kv);
   backend_.paged_attention(q, kv, batch_, 1.0f / std::sqrt(float(c.head_dim)), attn);
   Tensor attn_flat = attn.reshaped({T, int64_t(c.num_heads) * c.head_dim});
@@ -353,17 +433,16 @@ void ModelRunner::attention_layer(int layer, int T) {
   project_output(attn_flat, w.o_proj, T);
 }
 
-void ModelRunner::gdn_layer(int layer, int T) {
+void ModelRunner::gdn_layer(const LayerWeights& L, GdnState& state, int T) {
   const ModelConfig& c = local_;
-  const GdnWeights& w = weights_.layers[size_t(layer)].gdn;
+  const GdnWeights& w = L.gdn;
   Activations& a = *act_;
   Tensor mixed = rows_of(a.mixed, T), conv_out = rows_of(a.conv_out, T), z = rows_of(a.z, T);
   Tensor ga = rows_of(a.a, T), gb = rows_of(a.b, T), g = rows_of(a.g, T), beta = rows_of(a.beta, T);
   Tensor core = rows_of(a.core, T), core_normed = rows_of(a.core_normed, T);
   const Linear projections[] = {w.in_proj_qkv, w.in_proj_z, w.in_proj_a, w.in_proj_b};
   const Tensor outputs[] = {mixed, z, ga, gb};
-  project_input(weights_.layers[size_t(layer)].input_norm, T, projections, outputs);
-  GdnState& state = cache_.state(layer);
+  project_input(L.input_norm, T, projections, outputs);
   backend_.gdn_conv(mixed, w.conv1d, state, batch_, conv_out);
   backend_.gdn_gates(ga, gb, w.A_log, w.dt_bias, g, beta);
   GdnDims dims{c.linear_num_key_heads, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim,
@@ -375,8 +454,7 @@ void ModelRunner::gdn_layer(int layer, int T) {
   project_output(core_normed, w.out_proj, T);
 }
 
-void ModelRunner::mlp(int layer, int T) {
-  const LayerWeights& L = weights_.layers[size_t(layer)];
+void ModelRunner::mlp(const LayerWeights& L, int T) {
   Activations& a = *act_;
   Tensor gate = rows_of(a.mlp_gate, T), up = rows_of(a.mlp_up, T);
   if (fold_norms_)

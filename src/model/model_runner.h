@@ -22,8 +22,17 @@ struct SequenceStep {
   std::span<const int32_t> tokens;        // new tokens, >= 1
   int context_before = 0;                 // tokens of this sequence already in the caches
   std::span<const int32_t> block_table;   // KV pages covering context_before + tokens.size() tokens
-  int state_slot = 0;                     // GDN state slot
+  int state_slot = 0;                     // GDN state slot the step starts from
   bool all_logits = false;                // logits for every new token, else for the last only
+  // Empty: the state after the last token goes back into state_slot. Else one slot per new token (-1:
+  // none) that receives the state after that token (speculative verify steps: BatchHost).
+  std::span<const int32_t> state_write_slots = {};
+};
+
+// Where a draft row's hidden state comes from (ModelRunner::draft).
+enum class DraftInput {
+  TargetHidden,  // the last step()'s rows after the final norm
+  DraftHidden,   // the last draft()'s rows after mtp.norm (chained drafts)
 };
 
 // Called with named intermediate tensors ("layer3.out", "final_norm", ...) in backend memory, for
@@ -49,7 +58,7 @@ class ModelRunner {
   // Backend memory the runner's scratch tensors take (memory planning before construction).
   // `tensor_parallel_size` > 1: one rank's scratch (the same on every rank).
   static size_t scratch_bytes(Backend& backend, const ModelConfig& config, int max_tokens_per_step,
-                              int max_logit_rows, int tensor_parallel_size = 1);
+                              int max_logit_rows, int tensor_parallel_size = 1, bool drafting = false);
 
   // Logits [R, V] in backend memory, R = sum over sequences of (all_logits ? tokens : 1), in order.
   // Under tensor parallelism only rank 0 returns them; other ranks return [0, V]. The tensor is the
@@ -57,6 +66,14 @@ class ModelRunner {
   Tensor step(std::span<const SequenceStep> seqs);
   // step(), then the logits downloaded into the runner's host buffer (tests, debugging).
   std::vector<float>& step_to_host(std::span<const SequenceStep> seqs);
+
+  // Speculative drafts, with weights that carry an MTP block. Row i of a sequence takes seqs' token i
+  // (the token after position context_before + i), position context_before + i, and the hidden state in
+  // row source_rows[i] (over all the sequences' rows) of `from`; it writes the block's KV cache at that
+  // position. Returns the logits [S, V] of each sequence's last row (rank 0 under tensor parallelism,
+  // as step()), valid until the next step or draft. State slots and all_logits are not read.
+  Tensor draft(std::span<const SequenceStep> seqs, std::span<const int32_t> source_rows, DraftInput from);
+  bool drafts() const { return weights_.mtp.has_value(); }
 
   void set_observer(TensorObserver observer) { observer_ = std::move(observer); }
   // Decode steps of up to kGraphMaxSeqs sequences run as CUDA/HIP graphs (recorded the second time a
@@ -79,9 +96,11 @@ class ModelRunner {
   Tensor step_logits(int R) const;
   void build_batch(std::span<const SequenceStep> seqs, bool graph);
   Tensor forward(int T, int R);  // the layers and the logits of the built batch
-  void attention_layer(int layer, int T);
-  void gdn_layer(int layer, int T);
-  void mlp(int layer, int T);
+  Tensor draft_forward(int T, int R, DraftInput from);
+  Tensor logits_of_selected(int R);
+  void attention_layer(const LayerWeights& L, PagedKv& kv, int T);
+  void gdn_layer(const LayerWeights& L, GdnState& state, int T);
+  void mlp(const LayerWeights& L, int T);
   void project_input(const Tensor& norm_w, int T, std::span<const Linear> ws, std::span<const Tensor> ys);
   void project_output(const Tensor& x, const Linear& w, int T);
   void observe(const std::string& name, const Tensor& t) const;

@@ -64,8 +64,11 @@ struct Expected {
   Slice slice = {};
 
   bool is_matrix() const { return std::holds_alternative<Linear*>(slot); }
-  // A Linear module of the checkpoint (a tied lm_head's quantized copy is the embedding, no module).
-  bool is_module() const { return is_matrix() && name != "embed_tokens.weight"; }
+  // Names outside the text model's prefix: lm_head and the MTP block are top level.
+  bool top_level() const { return name == "lm_head.weight" || name.rfind("mtp.", 0) == 0; }
+  // A Linear module the checkpoint may ship quantized (a tied lm_head's quantized copy is the embedding,
+  // no module; the MTP block is read dense).
+  bool is_module() const { return is_matrix() && name != "embed_tokens.weight" && name.rfind("mtp.", 0) != 0; }
   void place(const Tensor& t) const {
     if (is_matrix()) *std::get<Linear*>(slot) = Linear(t);
     else *std::get<Tensor*>(slot) = t;
@@ -89,23 +92,13 @@ std::vector<int64_t> local_shape(const Expected& e) {
   return shape;
 }
 
-// quantized_head: a tied lm_head gets its own (quantized) copy of the embedding rows.
-std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, const ShardPlan& p,
-                                       bool quantized_head) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+// The tensors of one decoder layer named `n` ("layers.3.") into L, L.type set.
+void add_layer_tensors(const ModelConfig& c, const ShardPlan& p, const std::string& n, LayerWeights& L,
+                       std::vector<Expected>& e) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
   const bool tp = p.sharded();
   const Slice all;
-  std::vector<Expected> e;
-  const Slice vocab = tp ? row_slice(p.vocab_begin, p.vocab_rows) : all;
-  e.push_back({"embed_tokens.weight", &w.embed_tokens, {V, H}, vocab});
-  e.push_back({"norm.weight", &w.final_norm, {H}});
-  if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", &w.lm_head, {V, H}, vocab});
-  else if (quantized_head) e.push_back({"embed_tokens.weight", &w.lm_head, {V, H}, vocab});
-  w.layers.resize(size_t(c.num_layers));
-  for (int i = 0; i < c.num_layers; ++i) {
-    LayerWeights& L = w.layers[size_t(i)];
-    L.type = c.layer_types[size_t(i)];
-    const std::string n = "layers." + std::to_string(i) + ".";
+  {
     // Column-parallel projections keep rows (heads, intermediate rows); row-parallel ones keep columns.
     auto rows = [&](int64_t begin, int64_t count) { return tp ? row_slice(begin, count) : all; };
     auto cols = [&](int64_t begin, int64_t count) { return tp ? col_slice(begin, count) : all; };
@@ -143,6 +136,33 @@ std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, co
       e.push_back({n + "linear_attn.out_proj.weight", &L.gdn.out_proj, {H, Hv * dv}, cols(vb * dv, vl * dv)});
     }
   }
+}
+
+// quantized_head: a tied lm_head gets its own (quantized) copy of the embedding rows. mtp: the MTP block too.
+std::vector<Expected> expected_tensors(const ModelConfig& c, ModelWeights& w, const ShardPlan& p,
+                                       bool quantized_head, bool mtp) {
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  const Slice vocab = p.sharded() ? row_slice(p.vocab_begin, p.vocab_rows) : Slice{};
+  std::vector<Expected> e;
+  e.push_back({"embed_tokens.weight", &w.embed_tokens, {V, H}, vocab});
+  e.push_back({"norm.weight", &w.final_norm, {H}});
+  if (!c.tie_word_embeddings) e.push_back({"lm_head.weight", &w.lm_head, {V, H}, vocab});
+  else if (quantized_head) e.push_back({"embed_tokens.weight", &w.lm_head, {V, H}, vocab});
+  w.layers.resize(size_t(c.num_layers));
+  for (int i = 0; i < c.num_layers; ++i) {
+    w.layers[size_t(i)].type = c.layer_types[size_t(i)];
+    add_layer_tensors(c, p, "layers." + std::to_string(i) + ".", w.layers[size_t(i)], e);
+  }
+  if (!mtp) return e;
+  if (c.mtp_num_hidden_layers < 1) fail("the model has no MTP block (config.json: mtp_num_hidden_layers is 0)");
+  MtpWeights& m = w.mtp.emplace();
+  e.push_back({"mtp.pre_fc_norm_embedding.weight", &m.pre_fc_norm_embedding, {H}});
+  e.push_back({"mtp.pre_fc_norm_hidden.weight", &m.pre_fc_norm_hidden, {H}});
+  e.push_back({"mtp.fc.weight", &m.fc_embedding, {H, 2 * H}, col_slice(0, H)});
+  e.push_back({"mtp.fc.weight", &m.fc_hidden, {H, 2 * H}, col_slice(H, H)});
+  e.push_back({"mtp.norm.weight", &m.norm, {H}});
+  m.layer.type = LayerType::FullAttention;
+  add_layer_tensors(c, p, "mtp.layers.0.", m.layer, e);
   return e;
 }
 
@@ -255,7 +275,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
   const QuantizationConfig shipped = load_quantization_config(model_dir);
   ModelWeights w;
   const bool quantize = options.quantize != WeightFormat::Dense;
-  std::vector<Expected> expected = expected_tensors(config, w, shard, quantize);
+  std::vector<Expected> expected = expected_tensors(config, w, shard, quantize, options.mtp);
 
   // Text weights are "model.language_model.*" (Qwen3_5ForConditionalGeneration) or "model.*"
   // (Qwen3_5ForCausalLM); lm_head is top level.
@@ -266,7 +286,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       break;
     }
   if (prefix.empty()) fail("{}: no embed_tokens.weight under model.language_model.* or model.*", model_dir);
-  auto checkpoint_name = [&](const Expected& e) { return e.name == "lm_head.weight" ? e.name : prefix + e.name; };
+  auto checkpoint_name = [&](const Expected& e) { return e.top_level() ? e.name : prefix + e.name; };
 
   // The Linear modules the model reads, and those the checkpoint ships quantized (no dense .weight).
   std::set<std::string> modules;
@@ -382,7 +402,8 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     else if (name.rfind("model.visual.", 0) == 0 || name.rfind("visual.", 0) == 0) ++visual;
   }
   if (shard.rank == 0) {
-    if (mtp) log::info("{} multi-token-prediction tensors (mtp.*) recognised; not used yet", mtp);
+    if (mtp && !options.mtp)
+      log::info("{} multi-token-prediction tensors (mtp.*) recognised; used with --speculative-config", mtp);
     if (visual) log::info("{} vision tensors (model.visual.*) recognised; not used yet", visual);
   }
 
@@ -408,10 +429,10 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
 }
 
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
-                            const ShardPlan& shard, const LoadProgress& progress, WeightFormat quantize) {
+                            const ShardPlan& shard, const LoadProgress& progress, WeightFormat quantize, bool mtp) {
   ModelWeights w;
   const bool quantizing = quantize != WeightFormat::Dense;
-  std::vector<Expected> expected = expected_tensors(config, w, shard, quantizing);
+  std::vector<Expected> expected = expected_tensors(config, w, shard, quantizing, mtp);
   // Small parameter vectors stay f32 as in the real checkpoints; matrices take `dtype`.
   auto dtype_of = [dtype](const Expected& e) { return e.shape.size() == 1 ? DType::F32 : dtype; };
   size_t total = 0, done = 0;

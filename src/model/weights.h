@@ -51,6 +51,18 @@ struct LayerWeights {
   MlpWeights mlp;
 };
 
+// The multi-token-prediction block (mtp.*, research/qwen35-spec.md section 7): drafts the token after
+// next from the main model's hidden state. fc [H, 2H] is kept as its two halves, so that its input,
+// concat(embedding, hidden), is never built.
+struct MtpWeights {
+  Tensor pre_fc_norm_embedding;  // [H] zero-centered
+  Tensor pre_fc_norm_hidden;     // [H] zero-centered
+  Linear fc_embedding;           // [H, H] fc's columns 0..H-1, which read the normed embedding
+  Linear fc_hidden;              // [H, H] its columns H..2H-1, which read the normed hidden state
+  LayerWeights layer;            // one full-attention decoder block
+  Tensor norm;                   // [H] zero-centered
+};
+
 // Owns the memory behind the tensors (a mapped checkpoint, or backend buffers).
 class WeightStorage {
  public:
@@ -62,6 +74,7 @@ struct ModelWeights {
   Tensor final_norm;    // [H] zero-centered
   Linear lm_head;       // [V, H] (the embedding when tied and not quantized)
   std::vector<LayerWeights> layers;
+  std::optional<MtpWeights> mtp;  // when asked for (WeightOptions::mtp)
   std::shared_ptr<WeightStorage> storage;
 };
 
@@ -80,6 +93,9 @@ struct WeightOptions {
   // (a tied one gets its own quantized copy of the embedding, which stays 16-bit for the lookup). On a
   // quantized checkpoint these are the matrices it leaves in 16 bits; its quantized ones load as shipped.
   WeightFormat quantize = WeightFormat::Dense;
+  // Also the MTP block (speculative decoding); the model must have one (mtp_num_hidden_layers). It is
+  // stored and sharded like the layers (fc replicated on every rank), read dense from the checkpoint.
+  bool mtp = false;
 };
 
 // Loads a Hugging Face model folder onto `backend`. The CPU backend reads the mapped files in place
@@ -103,6 +119,6 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
 // (before quantization, which each rank applies to its slice).
 ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType dtype, uint64_t seed,
                             const ShardPlan& shard, const LoadProgress& progress = {},
-                            WeightFormat quantize = WeightFormat::Dense);
+                            WeightFormat quantize = WeightFormat::Dense, bool mtp = false);
 
 }  // namespace dcu

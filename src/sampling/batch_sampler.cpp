@@ -123,4 +123,24 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   return tokens;
 }
 
+std::vector<int32_t> BatchSampler::argmax(const Tensor& logits, int rows) {
+  if (rows == 0) return {};
+  // up: rows [n] i32, inverse temperatures [n] f32; down: top value [n], top id [n], stats [n, 2]
+  const int64_t n = rows;
+  std::vector<uint32_t> up(size_t(2 * n));
+  const float one = 1.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    up[size_t(i)] = uint32_t(i);
+    std::memcpy(&up[size_t(n + i)], &one, 4);
+  }
+  void* base = arena(size_t(6 * n) * 4);
+  backend_.upload(base, up.data(), up.size() * 4);
+  backend_.logit_summary(logits, view(base, 0, DType::I32, {n}), view(base, n, DType::F32, {n}),
+                         view(base, 2 * n, DType::F32, {n, 1}), view(base, 3 * n, DType::I32, {n, 1}),
+                         view(base, 4 * n, DType::F32, {n, 2}));
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  backend_.download(ids.data(), static_cast<char*>(base) + 3 * n * 4, size_t(n) * 4);
+  return ids;
+}
+
 }  // namespace dcu

@@ -28,6 +28,8 @@ class BatchSampler {
 
   // logits [R, V] f32 in the backend's memory (the jobs' rows are modified). One token per job.
   std::vector<SampledToken> sample(const Tensor& logits, std::span<const SamplingJob> jobs);
+  // The most likely id of each of the first `rows` rows of logits [R, V] (equal values: the lower id).
+  std::vector<int32_t> argmax(const Tensor& logits, int rows);
 
  private:
   std::vector<float> download_row(const Tensor& logits, int row);

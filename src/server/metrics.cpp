@@ -79,6 +79,19 @@ std::string Metrics::render(const EngineStats& stats) const {
   for (size_t i = 0; i < finished_.size(); ++i)
     out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels_, kReasons[i],
                        finished_[i].load());
+  if (!stats.spec_accepted_per_position.empty()) {  // speculative decoding is on
+    header(out, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.");
+    out += fmt::format("vllm:spec_decode_num_drafts_total{{{}}} {}\n", labels_, stats.spec_drafts);
+    header(out, "vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.");
+    out += fmt::format("vllm:spec_decode_num_draft_tokens_total{{{}}} {}\n", labels_, stats.spec_draft_tokens);
+    header(out, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.");
+    out += fmt::format("vllm:spec_decode_num_accepted_tokens_total{{{}}} {}\n", labels_, stats.spec_accepted_tokens);
+    header(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+           "Accepted tokens per draft position.");
+    for (size_t i = 0; i < stats.spec_accepted_per_position.size(); ++i)
+      out += fmt::format("vllm:spec_decode_num_accepted_tokens_per_pos_total{{{},position=\"{}\"}} {}\n", labels_, i,
+                         stats.spec_accepted_per_position[i]);
+  }
   header(out, "vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");
   ttft_.render(out, "vllm:time_to_first_token_seconds", labels_);
   header(out, "vllm:time_per_output_token_seconds", "histogram", "Histogram of time per output token in seconds.");

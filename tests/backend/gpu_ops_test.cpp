@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 
 #include "backend/cpu/cpu_ops.h"
@@ -406,6 +407,47 @@ TEST_P(GpuOps, GdnDeltaRule) {
     EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f)
         << "state Hv=" << Hv << " dk=" << dims.key_dim << " seqs=" << seqs.size();
   }
+}
+
+// A speculative verify step: sequences whose every row keeps its state in a slot of its own (the last
+// row in the slot it read), next to ordinary ones. Every slot must match the CPU's, conv and delta rule,
+// through the one-token, walking and chunked-conv paths.
+TEST_P(GpuOps, GdnVerifyRowsKeepTheirStates) {
+  const GdnDims dims{16, 48, 128, 128, 4};
+  const std::vector<std::pair<int, int>> seqs = {{10, 4}, {0, 1}, {30, 3}, {5, 20}, {7, 9}};
+  const int slots = 32;
+  TestBatch batch(*gpu, seqs, 16, 32, slots, rng);
+  std::vector<int32_t> spare;
+  for (int32_t i = 0; i < slots; ++i)
+    if (std::find(batch.host.state_slots.begin(), batch.host.state_slots.end(), i) == batch.host.state_slots.end())
+      spare.push_back(i);
+  size_t next_spare = 0;
+  for (int s : {0, 2, 4}) {
+    std::vector<int32_t> kept;
+    for (int r = 0; r + 1 < batch.host.seq_rows(s); ++r) kept.push_back(spare[next_spare++]);
+    kept.push_back(batch.host.state_slots[size_t(s)]);
+    batch.keep_every_row(s, kept);
+  }
+  const int64_t T = batch.host.num_tokens(), C = dims.conv_channels(), Hv = dims.num_value_heads;
+  const int Kc = dims.conv_kernel;
+  HostTensor mixed(DType::F32, {T, C}), w(DType::BF16, {C, Kc}), conv(DType::F32, {slots, C, Kc - 1}),
+      conv_out(DType::F32, {T, C});
+  mixed.random(rng, -1, 1), w.random(rng, -0.5f, 0.5f), conv.random(rng, -1, 1);
+  HostTensor g(DType::F32, {T, Hv}), beta(DType::F32, {T, Hv}), state(DType::F32, {slots, Hv, dims.key_dim, dims.value_dim}),
+      out(DType::F32, {T, Hv, dims.value_dim});
+  g.random(rng, -0.7f, 0.0f), beta.random(rng, 0.0f, 1.0f), state.random(rng, -0.5f, 0.5f);
+  DeviceTensor dmixed(*gpu, mixed), dw(*gpu, w), dconv(*gpu, conv), dconv_out(*gpu, conv_out), dg(*gpu, g),
+      dbeta(*gpu, beta), dstate(*gpu, state), dout(*gpu, out);
+  GdnState cs{conv.t, state.t}, gs{dconv.t, dstate.t};
+  cpu::gdn_conv(mixed.t, w.t, cs, batch.host_layout, conv_out.t);
+  gpu->gdn_conv(dmixed.t, dw.t, gs, batch.device_layout, dconv_out.t);
+  EXPECT_LT(relative_error(dconv_out.floats(), conv_out.floats()), 2e-5f);
+  EXPECT_EQ(relative_error(dconv.floats(), conv.floats()), 0.0f) << "conv states";
+  cpu::gdn_delta_rule(conv_out.t, g.t, beta.t, dims, cs, batch.host_layout, out.t);
+  DeviceTensor dqkv(*gpu, conv_out);  // the CPU's conv output, so that both walk the same inputs
+  gpu->gdn_delta_rule(dqkv.t, dg.t, dbeta.t, dims, gs, batch.device_layout, dout.t);
+  EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f);
+  EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f) << "recurrent states";
 }
 
 // Sampling's logit ops: the summary must pick the same ids in the same order as the CPU (exact

@@ -125,13 +125,39 @@ struct TestBatch {
       host.seq_row_begin.push_back(host.seq_row_begin.back() + n);
       host.seq_context_before.push_back(ctx);
       host.state_slots.push_back(free_slots[s]);
+      host.state_write_slots.insert(host.state_write_slots.end(), size_t(n - 1), -1);
+      host.state_write_slots.push_back(free_slots[s]);
       for (int i = 0; i < host.max_blocks_per_seq; ++i)
         host.block_tables.push_back(i < int(tables[s].size()) ? tables[s][size_t(i)] : -1);
     }
-    host_layout = {&host, host.seq_row_begin.data(), host.seq_context_before.data(), host.positions.data(),
-                   host.slot_mapping.data(), host.block_tables.data(), host.state_slots.data()};
-    std::vector<const std::vector<int32_t>*> arrays = {&host.seq_row_begin, &host.seq_context_before, &host.positions,
-                                                       &host.slot_mapping, &host.block_tables, &host.state_slots};
+    upload();
+  }
+  // Every row of sequence `s` keeps its state: row i in `slots[i]` (the last one must be its read slot).
+  void keep_every_row(int s, const std::vector<int32_t>& slots) {
+    const int r0 = host.seq_row_begin[size_t(s)];
+    DCU_CHECK(int(slots.size()) == host.seq_rows(s) && slots.back() == host.state_slots[size_t(s)]);
+    std::copy(slots.begin(), slots.end(), host.state_write_slots.begin() + r0);
+    device->release(device_memory);
+    device_ints.clear();
+    upload();
+  }
+  ~TestBatch() { device->release(device_memory); }
+
+ private:
+  void upload() {
+    Backend& dev = *device;
+    host_layout = {&host,
+                   host.seq_row_begin.data(),
+                   host.seq_context_before.data(),
+                   host.positions.data(),
+                   host.slot_mapping.data(),
+                   host.block_tables.data(),
+                   host.state_slots.data(),
+                   host.state_write_slots.data()};
+    std::vector<const std::vector<int32_t>*> arrays = {&host.seq_row_begin, &host.seq_context_before,
+                                                       &host.positions,     &host.slot_mapping,
+                                                       &host.block_tables,  &host.state_slots,
+                                                       &host.state_write_slots};
     std::vector<size_t> offsets;
     for (auto* a : arrays) {
       offsets.push_back(device_ints.size());
@@ -140,10 +166,9 @@ struct TestBatch {
     device_memory = dev.allocate(device_ints.size() * 4);
     dev.upload(device_memory, device_ints.data(), device_ints.size() * 4);
     auto* base = static_cast<int32_t*>(device_memory);
-    device_layout = {&host, base + offsets[0], base + offsets[1], base + offsets[2],
-                     base + offsets[3], base + offsets[4], base + offsets[5]};
+    device_layout = {&host,           base + offsets[0], base + offsets[1], base + offsets[2],
+                     base + offsets[3], base + offsets[4], base + offsets[5], base + offsets[6]};
   }
-  ~TestBatch() { device->release(device_memory); }
 };
 
 }  // namespace dcu::testing

@@ -107,6 +107,16 @@ TEST(ServeFlags, NodeZeroServesAndTheOtherNodesFollow) {
   EXPECT_EQ(g_options->master_port, 29600);
 }
 
+TEST(ServeFlags, SpeculativeConfigAsVllmTakesIt) {
+  ASSERT_TRUE(parse({"--speculative-config", R"({"method": "qwen3_next_mtp", "num_speculative_tokens": 2})"}));
+  EXPECT_EQ(g_options->num_speculative_tokens, 2);
+  ASSERT_TRUE(parse({}));
+  EXPECT_EQ(g_options->num_speculative_tokens, 0);
+  EXPECT_THROW(parse({"--speculative-config", "{method: mtp}"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--speculative-config", R"({"method": "ngram", "num_speculative_tokens": 2})"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 12})"}), CLI::ParseError);
+}
+
 TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--no-such-flag"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--port", "70000"}), CLI::ParseError);

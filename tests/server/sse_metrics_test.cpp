@@ -81,12 +81,31 @@ TEST(Metrics, ExpositionFormatAndHistogramInvariants) {
       EXPECT_GE(v, previous);
       previous = v;
     }
+  // No speculative decoding, no spec_decode series.
+  EXPECT_EQ(text.find("spec_decode"), std::string::npos);
   // Every series a vLLM dashboard reads is there, with a TYPE line.
   for (const char* name : {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                            "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:request_success_total",
                            "vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds",
                            "vllm:e2e_request_latency_seconds"})
     EXPECT_NE(text.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
+}
+
+TEST(Metrics, SpeculativeDecodingCountersUseVllmsNames) {
+  Metrics metrics("m");
+  EngineStats stats;
+  stats.spec_drafts = 10;
+  stats.spec_draft_tokens = 30;
+  stats.spec_accepted_tokens = 17;
+  stats.spec_accepted_per_position = {9, 6, 2};
+  auto s = parse_exposition(metrics.render(stats));
+  const std::string l = R"(model_name="m")";
+  EXPECT_EQ(s["vllm:spec_decode_num_drafts_total{" + l + "}"], 10);
+  EXPECT_EQ(s["vllm:spec_decode_num_draft_tokens_total{" + l + "}"], 30);
+  EXPECT_EQ(s["vllm:spec_decode_num_accepted_tokens_total{" + l + "}"], 17);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(s["vllm:spec_decode_num_accepted_tokens_per_pos_total{" + l + ",position=\"" + std::to_string(i) + "\"}"],
+              double(stats.spec_accepted_per_position[size_t(i)]));
 }
 
 }  // namespace

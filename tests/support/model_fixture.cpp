@@ -92,6 +92,7 @@ LoadedModel::LoadedModel(const std::string& model_dir, int max_tokens_per_step, 
   shape.num_blocks = num_blocks;
   shape.block_size = kBlockSize;
   shape.num_state_slots = num_slots;
+  shape.draft_layers = weights.mtp ? 1 : 0;
   cache = std::make_unique<CacheStorage>(*backend, config, shape);
   runner = std::make_unique<ModelRunner>(*backend, config, load_weights(model_dir, config, *backend, shard_plan(config, 0, 1), {}, weights), *cache,
                                          max_tokens_per_step);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "backend/cpu/cpu_ops.h"
 
@@ -32,8 +33,9 @@ struct HeadRows {
   std::vector<float> q, k, v, g, beta;  // [n, dk], [n, dk], [n, dv], [n], [n]
 };
 
-// S [dk, dv] <- recurrent rule over all rows; o [n, dv].
-void delta_rule_recurrent(const HeadRows& h, float* S, float* o) {
+// S [dk, dv] <- recurrent rule over all rows; o [n, dv]. after_row(t), when given, runs once S holds the
+// state after row t.
+void delta_rule_recurrent(const HeadRows& h, float* S, float* o, const std::function<void(int)>& after_row = {}) {
   const int dk = h.dk, dv = h.dv;
   std::vector<float> mem(size_t(dv), 0.0f);
   for (int t = 0; t < h.n; ++t) {
@@ -59,6 +61,7 @@ void delta_rule_recurrent(const HeadRows& h, float* S, float* o) {
         out[c] += Sr[c] * q[r];
       }
     }
+    if (after_row) after_row(t);
   }
 }
 
@@ -138,14 +141,15 @@ void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const 
   const float* x = mixed.as<float>();
   float* y = out.as<float>();
   const BatchHost& host = *batch.host;
+  auto slot_state = [&](int slot) { return state.conv.as<float>() + int64_t(slot) * C * W; };
+  DCU_CHECK(W <= 16);
   for (int s = 0; s < batch.num_seqs(); ++s) {
     const int r0 = host.seq_row_begin[s], r1 = host.seq_row_begin[s + 1];
-    float* conv_state = state.conv.as<float>() + int64_t(host.state_slots[s]) * C * W;
+    const float* conv_state = slot_state(host.state_slots[s]);
     const bool fresh = host.seq_context_before[s] == 0;
 #pragma omp parallel for schedule(static) if (int64_t(r1 - r0) * C * Kc >= kParallelWork)
     for (int64_t c = 0; c < C; ++c) {
-      float window[16];
-      DCU_CHECK(W <= 16);
+      float window[16];  // the last W inputs, oldest first: the state after the row just walked
       for (int j = 0; j < W; ++j) window[j] = fresh ? 0.0f : conv_state[c * W + j];
       const float* wc = &w[size_t(c * Kc)];
       for (int r = r0; r < r1; ++r) {
@@ -155,8 +159,9 @@ void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const 
         y[int64_t(r) * C + c] = silu(acc);
         for (int j = 0; j + 1 < W; ++j) window[j] = window[j + 1];
         if (W > 0) window[W - 1] = xin;
+        if (const int slot = host.state_write_slots[size_t(r)]; slot >= 0)
+          for (int j = 0; j < W; ++j) slot_state(slot)[c * W + j] = window[j];
       }
-      for (int j = 0; j < W; ++j) conv_state[c * W + j] = window[j];
     }
   }
 }
@@ -203,11 +208,22 @@ void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, cons
         h.g[size_t(t)] = g.as<float>()[int64_t(r0 + t) * Hv + j];
         h.beta[size_t(t)] = beta.as<float>()[int64_t(r0 + t) * Hv + j];
       }
-      float* Sj = state.recurrent.as<float>() + (int64_t(host.state_slots[s]) * Hv + j) * dk * dv;
-      if (host.seq_context_before[s] == 0) std::fill(Sj, Sj + int64_t(dk) * dv, 0.0f);
+      auto slot_state = [&](int slot) { return state.recurrent.as<float>() + (int64_t(slot) * Hv + j) * dk * dv; };
+      const size_t state_size = size_t(dk) * dv;
+      std::vector<float> Sj(state_size, 0.0f);
+      if (host.seq_context_before[s] != 0) std::copy_n(slot_state(host.state_slots[s]), state_size, Sj.data());
+      // Rows that keep their state (verify steps) are walked one by one; otherwise only the last row's counts.
+      const int32_t* writes = host.state_write_slots.data() + r0;
+      const bool per_row = std::any_of(writes, writes + n - 1, [](int32_t slot) { return slot >= 0; });
       std::vector<float> o(size_t(n) * dv);
-      if (n == 1) delta_rule_recurrent(h, Sj, o.data());
-      else delta_rule_chunked(h, Sj, o.data());
+      if (n == 1 || per_row)
+        delta_rule_recurrent(h, Sj.data(), o.data(), [&](int t) {
+          if (writes[t] >= 0) std::copy_n(Sj.data(), state_size, slot_state(writes[t]));
+        });
+      else {
+        delta_rule_chunked(h, Sj.data(), o.data());
+        if (writes[n - 1] >= 0) std::copy_n(Sj.data(), state_size, slot_state(writes[n - 1]));
+      }
       for (int t = 0; t < n; ++t)
         std::memcpy(out.as<float>() + (int64_t(r0 + t) * Hv + j) * dv, &o[size_t(t) * dv], size_t(dv) * 4);
     }

@@ -4,7 +4,8 @@
 // k, q, beta, g and v[c]), so a group of kDeltaGroup lanes owns one column and keeps it in registers,
 // each lane holding R rows (dk <= R * kDeltaGroup). Per token: decay, mem = S^T k (group sum),
 // S += k (beta (v - mem)), o = S^T q (group sum). The tokens of a sequence are walked inside one
-// launch (prefill), the state is read once and written once per launch.
+// launch (prefill); the state is read once and written after each row that keeps it (the last row; every
+// row of a speculative verify step, BatchHost::state_write_slots).
 // Decode steps (one token per sequence) use a second layout: lanes run along the columns, so every
 // state row is read and written as whole coalesced lines (the column-per-group layout touches one
 // 4-byte word per 32-byte sector per lane), and the block's logical warps split the rows, reducing
@@ -28,7 +29,9 @@ constexpr int kDeltaWalkThreads = 128;  // prefill: threads per block (32 column
 // grid (ceil(C / kConvThreads), S, ceil(rows / kConvRows)); a thread takes one channel's rows
 // kConvRows z .. + kConvRows - 1 of sequence y, its window read from the rows before them (or from the
 // state, or zeros for a fresh sequence). Only the sequence's first chunk reads the state, and it
-// writes the new one (the sequence's last taps inputs), so no thread reads a state another writes.
+// writes the new one into the slot it read (the sequence's last taps inputs), so no thread reads a
+// state another writes; rows that keep their state in other slots (verify steps) write their window
+// as they are walked.
 template <typename W>
 __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_state, GdnBatch b, float* out, int64_t C,
                             int Kc) {
@@ -38,7 +41,8 @@ __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_sta
   const int begin = b.seq_row_begin[s], end = b.seq_row_begin[s + 1], first = begin + int(blockIdx.z) * kConvRows;
   if (c >= C || first >= end) return;
   const int taps = Kc - 1;
-  float* st = conv_state + (int64_t(b.state_slots[s]) * C + c) * taps;
+  const int read_slot = b.state_slots[s];
+  float* st = conv_state + (int64_t(read_slot) * C + c) * taps;
   const bool fresh = b.seq_context_before[s] == 0;
   // The input at sequence row r; rows before the sequence are the state's entries (oldest first).
   auto input = [&](int r) { return r >= begin ? mixed[int64_t(r) * C + c] : fresh ? 0.0f : st[taps - (begin - r)]; };
@@ -66,8 +70,14 @@ __global__ void conv_kernel(const float* mixed, const W* weight, float* conv_sta
 #pragma unroll
     for (int j = 0; j < kMaxConvTaps; ++j)
       if (j == taps - 1) window[j] = xin;
+    if (const int slot = b.state_write_slots[r]; slot >= 0 && slot != read_slot) {
+      float* kept = conv_state + (int64_t(slot) * C + c) * taps;
+#pragma unroll
+      for (int j = 0; j < kMaxConvTaps; ++j)
+        if (j < taps) kept[j] = window[j];
+    }
   }
-  if (blockIdx.z != 0) return;
+  if (blockIdx.z != 0 || b.state_write_slots[end - 1] != read_slot) return;
   float next[kMaxConvTaps];  // all read before any is written (short sequences keep old entries)
 #pragma unroll
   for (int j = 0; j < kMaxConvTaps; ++j) next[j] = j < taps ? input(end - taps + j) : 0.0f;
@@ -210,18 +220,20 @@ __global__ void __launch_bounds__(Threads) delta_rule_kernel(DeltaRuleArgs a, Gd
       }
       const float out = warp_sum<Group>((o[0] + o[1]) + (o[2] + o[3]));
       if (lane == 0 && active) a.out[(int64_t(first + t) * Hv + j) * dv + c] = out * q_inv;
+      if (const int slot = b.state_write_slots[first + t]; slot >= 0 && active) {
+        float* kept = a.state + (int64_t(slot) * Hv + j) * dk * dv;
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = row_of(v, e);
+            if (r < dk) kept[int64_t(r) * dv + c] = st[4 * v + e];
+          }
+      }
     }
     if (more) stash(buf ^ 1);  // buf ^ 1 was last read before the previous chunk's closing barrier
     __syncthreads();
   }
-  if (!active) return;
-#pragma unroll
-  for (int v = 0; v < V; ++v)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = row_of(v, e);
-      if (r < dk) S[int64_t(r) * dv + c] = st[4 * v + e];
-    }
 }
 
 // grid (ceil(dv / Lanes), Hv, S), block kDeltaThreads = G logical warps; one token per sequence.
@@ -297,10 +309,13 @@ __global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaR
     for (int v = 0; v < G; ++v) o += out_part[v][lane];
     a.out[(int64_t(row) * Hv + j) * dv + c] = o;
   }
+  const int slot = b.state_write_slots[row];
+  if (slot < 0) return;
+  float* kept = a.state + (int64_t(slot) * Hv + j) * dk * dv;
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int r = g + i * G;
-    if (r < dk) S[int64_t(r) * dv + c] = st[i];
+    if (r < dk) kept[int64_t(r) * dv + c] = st[i];
   }
 }
 

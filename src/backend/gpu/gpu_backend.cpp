@@ -395,7 +395,8 @@ class GpuBackend final : public Backend {
     }
   }
   static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
-    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.num_seqs(), b.host->max_seq_rows()};
+    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.state_write_slots, b.num_seqs(),
+            b.host->max_seq_rows()};
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));

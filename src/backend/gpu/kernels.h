@@ -155,7 +155,8 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
 struct GdnBatch {
   const int32_t* seq_row_begin = nullptr;       // [S + 1]
   const int32_t* seq_context_before = nullptr;  // [S]
-  const int32_t* state_slots = nullptr;         // [S]
+  const int32_t* state_slots = nullptr;         // [S] read
+  const int32_t* state_write_slots = nullptr;   // [T] written after each row, -1 none (BatchHost)
   int num_seqs = 0;
   int max_rows_per_seq = 0;                     // host side
 };
