@@ -15,6 +15,7 @@ if [[ "$mode" == all ]]; then
   packages+=(
     libgtest-dev libgmock-dev libbenchmark-dev
     python3-jinja2
+    python3-jsonschema  # validates structured outputs (tests/structured/validate_corpus.py)
     hipcc  # Debian's HIP compiler (clang 15): the gfx906 build and its code-object audit
   )
 fi

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "sampling/token_constraint.h"
+
 namespace dcu {
 
 struct SamplingParams {
@@ -27,6 +29,7 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // finish (reason "stop") on any of these, in addition to eos
   int logprobs = -1;                // -1: none; k >= 0: the sampled token's logprob plus the top k
   int prompt_logprobs = -1;         // -1: none; k >= 0: logprobs of every prompt token plus the top k
+  std::shared_ptr<TokenConstraint> constraint;  // structured output: this sequence's own; null: none
 };
 
 struct GenerationRequest {

@@ -78,7 +78,26 @@ int Sampler::candidate_count() const {
   return std::max(k, params_.logprobs);
 }
 
-void Sampler::accept(int32_t token) { ++output_counts_[token]; }
+void Sampler::accept(int32_t token) {
+  ++output_counts_[token];
+  if (params_.constraint) params_.constraint->accept(token);
+}
+
+bool Sampler::constrained() const { return params_.constraint && params_.constraint->active(); }
+
+// Disallowed tokens get -inf. Bans (eos before min_tokens) that would leave no token are dropped:
+// the grammar decides, e.g. an output that is complete must end.
+std::span<const int32_t> Sampler::apply_constraint(std::span<float> logits, std::span<const int32_t> banned) {
+  mask_.resize((logits.size() + 31) / 32);
+  params_.constraint->fill_mask(mask_);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  bool allowed_left = false;
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (!((mask_[id >> 5] >> (id & 31)) & 1u)) logits[id] = minus_inf;
+    else if (!allowed_left && std::find(banned.begin(), banned.end(), int32_t(id)) == banned.end()) allowed_left = true;
+  }
+  return allowed_left ? banned : std::span<const int32_t>{};
+}
 
 // As vLLM: the repetition penalty over prompt and output tokens (divide positive logits, multiply
 // negative ones), then the frequency and presence penalties over output tokens; bans last.
@@ -100,7 +119,7 @@ void Sampler::append_adjustments(std::span<const int32_t> banned, std::vector<Lo
 }
 
 bool Sampler::needs_whole_row(bool adjusted) const {
-  return candidate_count() > kMaxLogitCandidates || (params_.logprobs >= 0 && adjusted);
+  return constrained() || candidate_count() > kMaxLogitCandidates || (params_.logprobs >= 0 && adjusted);
 }
 
 SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, int top_k) {
@@ -115,6 +134,7 @@ SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, 
 }
 
 SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> banned) {
+  if (constrained()) banned = apply_constraint(logits, banned);
   // Raw logprobs are taken before any processing; keep what we need of the raw row.
   std::vector<float> raw;
   if (params_.logprobs >= 0) raw.assign(logits.begin(), logits.end());

@@ -62,8 +62,10 @@ class Sampler {
   // Finishes a choice sample_candidates() left open, with the processed row [V].
   SampledToken sample_processed(std::span<const float> row, const RowCandidates& candidates);
 
-  // Records a generated token (penalties count output tokens).
+  // Records a generated token (penalties count output tokens; a constraint advances).
   void accept(int32_t token);
+  // A structured-output constraint masks this token: only sample() (the whole row on the host) serves it.
+  bool constrained() const;
 
   // Logprob of `token` and the top k under one row of raw logits (prompt logprobs).
   static SampledToken logprobs_of(std::span<const float> logits, int32_t token, int top_k);
@@ -75,12 +77,14 @@ class Sampler {
   std::optional<int32_t> choose_truncated(RowView& view, double u);
   SampledToken with_logprobs(const RowView& view, int32_t chosen, double log_normalizer) const;
   bool greedy() const;
+  std::span<const int32_t> apply_constraint(std::span<float> logits, std::span<const int32_t> banned);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::optional<double> pending_uniform_;  // the random number of a choice left open
   std::unordered_map<int32_t, int> output_counts_;
   std::vector<int32_t> prompt_tokens_;  // distinct ids of the prompt (repetition penalty)
+  std::vector<uint32_t> mask_;          // the constraint's allowed tokens, one bit each
 };
 
 }  // namespace dcu

@@ -39,6 +39,35 @@ bool ends_inside_think(const std::string& prompt) {
   return close == std::string::npos || close < open;
 }
 
+// The grammar a forced tool choice or a structured-output field asks for; null when none does.
+std::shared_ptr<const structured::TokenGrammar> constraint_grammar(const ServerContext& ctx, const ChatRequest& request) {
+  using Kind = ToolChoice::Kind;
+  const auto& constraint = request.common.constraint;
+  const Kind kind = request.tool_choice.kind;
+  if (kind != Kind::Required && kind != Kind::Named) {
+    if (!constraint) return nullptr;
+    return ctx.structured->compile(ctx.text, ctx.engine.vocab_size(), constraint->spec, constraint->param);
+  }
+  if (constraint)
+    reject(constraint->param, "'{}' cannot be combined with tool_choice 'required' or a named function", constraint->param);
+  structured::ConstraintSpec spec;
+  spec.kind = structured::ConstraintSpec::Kind::ToolCalls;
+  const std::string& parser = ctx.config.tool_call_parser;
+  if (parser == "qwen3_coder") spec.tool_options.format = structured::ToolCallFormat::Qwen3CoderXml;
+  else if (parser == "hermes") spec.tool_options.format = structured::ToolCallFormat::HermesJson;
+  else reject(std::string("tool_choice"), "tool_choice 'required' and named functions need a --tool-call-parser");
+  if (!request.tools.is_array() || request.tools.empty())
+    reject(std::string("tools"), "tool_choice 'required' and named functions need a non-empty 'tools'");
+  spec.tools = nlohmann::ordered_json::array();
+  for (const auto& tool : request.tools)
+    if (kind == Kind::Required || tool["function"]["name"] == request.tool_choice.function_name) spec.tools.push_back(tool);
+  if (spec.tools.empty())
+    reject(std::string("tool_choice"), "tool_choice names the function '{}', which is not in 'tools'",
+           request.tool_choice.function_name);
+  spec.tool_options.parallel = kind == Kind::Required && request.parallel_tool_calls;
+  return ctx.structured->compile(ctx.text, ctx.engine.vocab_size(), spec, "tool_choice");
+}
+
 class ChatJob : public GenerationJob {
  public:
   ChatJob(const ServerContext& ctx, const ChatRequest& request)
@@ -54,10 +83,6 @@ class ChatJob : public GenerationJob {
     if (tool_kind == Kind::Auto && !(cfg.enable_auto_tool_choice && !cfg.tool_call_parser.empty()))
       reject(std::string("tool_choice"),
              "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
-    if (tool_kind == Kind::Required || tool_kind == Kind::Named)
-      reject(std::string("tool_choice"),
-             "tool_choice 'required' and named functions need structured output, which is not supported yet; use "
-             "'auto'");
 
     const std::string prompt = render_chat_prompt(ctx, request);
     std::vector<int32_t> ids = ctx.text.encode(prompt);
@@ -66,11 +91,16 @@ class ChatJob : public GenerationJob {
     ChatParserOptions parser;
     parser.parse_reasoning = !cfg.reasoning_parser.empty();
     parser.prompt_opened_think = ends_inside_think(prompt);
-    parser.parse_tool_calls = tool_kind == Kind::Auto;
+    parser.parse_tool_calls = tool_kind == Kind::Auto || tool_kind == Kind::Required || tool_kind == Kind::Named;
     if (parser.parse_tool_calls) parser.tools = request.tools;
 
     const auto& p = request.common;
     SamplingParams sampling = make_sampling_params(p, cfg.defaults);
+    // Structured output: the answer (after any thinking) is constrained, each choice on its own.
+    std::shared_ptr<const structured::TokenGrammar> grammar = constraint_grammar(ctx, request);
+    std::vector<int32_t> end_tokens = sampling.stop_token_ids;
+    end_tokens.insert(end_tokens.end(), cfg.defaults.eos_token_ids.begin(), cfg.defaults.eos_token_ids.end());
+    const bool after_think = parser.parse_reasoning && parser.prompt_opened_think;
     sampling.max_tokens = resolve_max_tokens(p, cfg.defaults, int(ids.size()), ctx.engine.max_model_len(), false);
     sampling.logprobs = top_logprobs_;
     sampling.prompt_logprobs = p.prompt_logprobs.value_or(-1);
@@ -79,6 +109,7 @@ class ChatJob : public GenerationJob {
       GenerationRequest r{ids, sampling};
       if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;
       if (j > 0) r.sampling.prompt_logprobs = -1;  // the choices share the prompt: the first one computes them
+      if (grammar) r.sampling.constraint = StructuredOutputs::constraint(grammar, end_tokens, after_think);
       add_choice(0, std::move(r), ctx.text.open_stream(p.skip_special_tokens, p.stop));
       Output out;
       out.parser = ctx.text.open_chat_parser(parser);

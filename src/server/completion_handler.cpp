@@ -18,6 +18,9 @@ class CompletionJob : public GenerationJob {
         prompt_logprobs_(request.common.prompt_logprobs.has_value()) {
     id_ = random_id("cmpl-");
     const auto& p = request.common;
+    std::shared_ptr<const structured::TokenGrammar> grammar;
+    if (p.constraint)
+      grammar = ctx.structured->compile(ctx.text, ctx.engine.vocab_size(), p.constraint->spec, p.constraint->param);
     for (size_t i = 0; i < request.prompts.size(); ++i) {
       Prompt prompt;
       if (const auto* s = std::get_if<std::string>(&request.prompts[i])) {
@@ -44,6 +47,12 @@ class CompletionJob : public GenerationJob {
       for (int j = 0; j < p.n; ++j) {
         GenerationRequest r{prompt.ids, sampling};
         if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;  // n samples must differ
+        if (grammar) {
+          std::vector<int32_t> end_tokens = sampling.stop_token_ids;
+          end_tokens.insert(end_tokens.end(), ctx.config.defaults.eos_token_ids.begin(),
+                            ctx.config.defaults.eos_token_ids.end());
+          r.sampling.constraint = StructuredOutputs::constraint(grammar, std::move(end_tokens), false);
+        }
         add_choice(int(i), std::move(r), ctx.text.open_stream(p.skip_special_tokens, p.stop));
         outputs_.emplace_back(TokenNames{ctx.text, p.return_tokens_as_token_ids});
       }

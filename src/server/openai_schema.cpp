@@ -21,6 +21,7 @@ class Fields {
     return &*it;
   }
   std::string name(const char* key) const { return prefix_ + key; }
+  const json& object_itself() const { return o_; }
 
   std::optional<bool> boolean(const char* key) const {
     const json* v = find(key);
@@ -148,16 +149,9 @@ CommonParams parse_common(const Fields& f, bool chat, int max_logprobs) {
   // Fields we understand but do not implement yet: refuse rather than silently ignore.
   if (auto best_of = f.integer("best_of", 1, 128); best_of && *best_of != p.n)
     reject(std::string("best_of"), "'best_of' is only supported when it equals 'n' ({} != {})", *best_of, p.n);
-  if (const json* rf = f.object("response_format")) {
-    auto type = Fields(*rf, "response_format.").string("type");
-    if (type != "text")
-      reject(std::string("response_format"), "response_format of type '{}' is not supported yet; only 'text' is",
-             type.value_or(""));
-  }
   if (const json* lb = f.object("logit_bias"); lb && !lb->empty())
     reject(std::string("logit_bias"), "'logit_bias' is not supported yet");
-  for (const char* guided : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"})
-    if (f.find(guided)) reject(std::string(guided), "'{}' (structured output) is not supported yet", guided);
+  p.constraint = parse_constraint_fields(f.object_itself());
   return p;
 }
 

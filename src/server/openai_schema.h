@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_api.h"
+#include "server/constraint_fields.h"
 #include "server/server_config.h"
 
 namespace dcu::server {
@@ -42,6 +43,7 @@ struct CommonParams {
   std::optional<int> truncate_prompt_tokens;  // keep the last k prompt tokens; -1: up to max_model_len
   bool return_tokens_as_token_ids = false;    // logprobs name tokens "token_id:N"
   std::optional<int> prompt_logprobs;         // logprobs of every prompt token plus the top k
+  std::optional<RequestConstraint> constraint;  // structured output asked for by the request
 };
 
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;

@@ -34,10 +34,11 @@ class JsonSchemaConverter {
   int whitespace();
   int any_value();
   int string_value(const ojson& schema, const std::string& path);
+  // The schema with its top-level $ref and allOf folded in.
+  ojson resolved(const ojson& schema, const std::string& path, int depth = 0) const;
 
  private:
   const ojson& resolve_pointer(const std::string& ref, const std::string& path) const;
-  ojson resolved(const ojson& schema, const std::string& path, int depth) const;
   int typed_value(const std::string& type, const ojson& schema, const std::string& path);
   int literal_values(const ojson& values, const ojson& schema, const std::string& path);
   int object_value(const ojson& schema, const std::string& path);

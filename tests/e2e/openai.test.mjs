@@ -191,7 +191,8 @@ describe('dcuserve serve (no api key, qwen3 reasoning parser, hermes tools)', ()
     await assert.rejects(client.completions.create({ model: 'demo', prompt: 'x'.repeat(100), max_tokens: 10_000_000 }),
       (e) => e.status === 400 && /maximum context length/.test(e.message));
     await assert.rejects(client.chat.completions.create({ model: 'demo', messages: [{ role: 'user', content: 'x' }],
-      response_format: { type: 'json_object' } }), (e) => e.status === 400);
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'array', uniqueItems: true } } } }),
+      (e) => e.status === 400 && e.param === 'response_format' && /'uniqueItems'/.test(e.message));
   });
 
   test('metrics, health, tokenize', async () => {

@@ -153,3 +153,47 @@ TEST(Sampler, BannedTokensAreNeverSampled) {
 
 }  // namespace
 }  // namespace dcu
+
+namespace dcu {
+namespace {
+
+// Allows the tokens in `allowed`; records what it is told.
+class FixedConstraint : public TokenConstraint {
+ public:
+  explicit FixedConstraint(std::vector<int32_t> allowed) : allowed_(std::move(allowed)) {}
+  bool active() const override { return true; }
+  void fill_mask(std::span<uint32_t> mask) override {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (int32_t id : allowed_) mask[size_t(id >> 5)] |= 1u << (id & 31);
+  }
+  void accept(int32_t token) override { accepted.push_back(token); }
+  void rollback(int) override {}
+  std::vector<int32_t> accepted;
+
+ private:
+  std::vector<int32_t> allowed_;
+};
+
+TEST(SamplerConstraint, MasksTheRowAndAdvancesWithEachToken) {
+  auto constraint = std::make_shared<FixedConstraint>(std::vector<int32_t>{3, 40});
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.constraint = constraint;
+  Sampler sampler(p, {}, 0);
+  EXPECT_TRUE(sampler.constrained());
+  EXPECT_TRUE(sampler.needs_whole_row(false));
+  std::vector<float> logits(50, 0.0f);
+  logits[7] = 9.0f;  // the likeliest token is not allowed
+  logits[40] = 1.0f;
+  EXPECT_EQ(sampler.sample(logits).id, 40);
+  sampler.accept(40);
+  EXPECT_EQ(constraint->accepted, std::vector<int32_t>{40});
+  // Bans that would leave nothing allowed give way to the constraint.
+  std::vector<float> again(50, 0.0f);
+  const int32_t banned[] = {3, 40};
+  const int32_t chosen = sampler.sample(again, banned).id;
+  EXPECT_TRUE(chosen == 3 || chosen == 40);
+}
+
+}  // namespace
+}  // namespace dcu

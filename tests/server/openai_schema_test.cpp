@@ -77,7 +77,12 @@ TEST(OpenAiSchema, CompletionFieldTypesAndRanges) {
       {R"({"prompt": "x", "logprobs": true})", "logprobs"},
       {R"({"prompt": "x", "seed": "1"})", "seed"},
       {R"({"prompt": "x", "min_tokens": 5, "max_tokens": 2})", "min_tokens"},
-      {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"prompt": "x", "response_format": {"type": "json_schema"}})", "response_format.json_schema"},
+      {R"({"prompt": "x", "response_format": {"type": "grammar"}})", "response_format.type"},
+      {R"({"prompt": "x", "guided_regex": "a", "guided_choice": ["b"]})", "guided_choice"},
+      {R"({"prompt": "x", "structured_outputs": {"choice": []}})", "structured_outputs.choice"},
+      {R"({"prompt": "x", "structured_outputs": {"json": "{not json"}})", "structured_outputs.json"},
+      {R"({"prompt": "x", "response_format": {"type": "json_object"}, "guided_json": {}})", "guided_json"},
       {R"({"prompt": "x", "logit_bias": {"1": 5}})", "logit_bias"},
       {R"({"prompt": "x", "suffix": "y"})", "suffix"},
       {R"({"prompt": "x", "model": 3})", "model"},
@@ -90,6 +95,29 @@ TEST(OpenAiSchema, CompletionFieldTypesAndRanges) {
     EXPECT_EQ(e.param.value_or("<none>"), c.param) << c.body << " -> " << e.message;
     EXPECT_FALSE(e.message.empty());
   }
+}
+
+TEST(OpenAiSchema, StructuredOutputFields) {
+  using Kind = structured::ConstraintSpec::Kind;
+  auto constraint = [](const char* body) { return parse_completion_request(parse_json_body(body), 20).common.constraint; };
+  EXPECT_FALSE(constraint(R"({"prompt": "x", "response_format": {"type": "text"}})"));
+  auto c = constraint(R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "n",
+                          "schema": {"type": "integer"}, "strict": true}}})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->spec.kind, Kind::JsonSchema);
+  EXPECT_EQ(c->spec.schema, nlohmann::ordered_json::parse(R"({"type": "integer"})"));
+  c = constraint(R"({"prompt": "x", "structured_outputs": {"regex": "a+", "whitespace_pattern": " ?"}})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->spec.kind, Kind::Regex);
+  EXPECT_EQ(c->param, "structured_outputs.regex");
+  c = constraint(R"({"prompt": "x", "guided_json": "{\"type\": \"string\"}", "guided_whitespace_pattern": ""})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->spec.schema["type"], "string");
+  EXPECT_EQ(c->spec.json.whitespace_pattern, std::optional<std::string>(""));
+  c = constraint(R"({"prompt": "x", "structured_outputs": {"json_object": true}})");
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->spec.json.strict);
+  EXPECT_EQ(constraint(R"({"prompt": "x", "guided_choice": ["a", "b"]})")->spec.choices.size(), 2u);
 }
 
 TEST(OpenAiSchema, CompletionPromptForms) {
