@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -31,8 +32,10 @@ std::string test_device() {
   return device ? device : "cpu";
 }
 
-std::unique_ptr<Engine> make_engine(int k, int tensor_parallel_size = 1, int max_batched = 64) {
+std::unique_ptr<Engine> make_engine(int k, int tensor_parallel_size = 1, int max_batched = 64,
+                                    std::optional<int64_t> cache_bytes = std::nullopt) {
   EngineOptions o;
+  o.kv_cache_memory_bytes = cache_bytes;
   o.model_dir = kDemo;
   o.device = test_device();
   o.tensor_parallel_size = tensor_parallel_size;
@@ -188,6 +191,32 @@ TEST(SpeculativeEngine, MixedLoadIsLosslessOnOneAndTwoRanks) {
     }
     EXPECT_GT(engine->stats().spec_accepted_tokens, 0u);
   }
+}
+
+// A cache too small for the load: speculating sequences are preempted (drafts dropped, both caches
+// recomputed) and still produce the outputs of a roomy engine without speculation.
+TEST(SpeculativeEngine, PreemptedSpeculatingSequencesAreLossless) {
+  const auto cases = testing::reference_cases(kDemo);
+  std::vector<std::vector<int32_t>> outputs[2];
+  uint64_t preemptions = 0;
+  for (int k : {0, 2}) {
+    auto engine = k ? make_engine(k, 1, 64, int64_t(8) << 20) : make_engine(0);
+    std::vector<Submitted> runs;
+    for (const auto& c : cases) {  // ~420-token prompts and 90 tokens each: three sequences overflow the pages
+      std::vector<int32_t> prompt = c.ids;
+      while (prompt.size() < 420) prompt.insert(prompt.end(), c.ids.begin(), c.ids.end());
+      GenerationRequest r = greedy(std::vector<int32_t>(prompt.begin(), prompt.begin() + 420), 90);
+      r.sampling.ignore_eos = true;
+      runs.push_back(submit(*engine, std::move(r)));
+    }
+    for (auto& r : runs) {
+      r.out->wait();
+      outputs[k ? 1 : 0].push_back(r.out->ids);
+    }
+    if (k) preemptions = engine->stats().preemptions;
+  }
+  EXPECT_GT(preemptions, 0u) << "the cache should be too small for the load";
+  EXPECT_EQ(outputs[1], outputs[0]);
 }
 
 GenerationRequest sampled(const std::vector<int32_t>& prompt, uint64_t seed) {
