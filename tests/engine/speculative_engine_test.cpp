@@ -202,7 +202,7 @@ TEST(SpeculativeEngine, PreemptedSpeculatingSequencesAreLossless) {
   for (int k : {0, 2}) {
     auto engine = k ? make_engine(k, 1, 64, int64_t(8) << 20) : make_engine(0);
     std::vector<Submitted> runs;
-    for (const auto& c : cases) {  // ~420-token prompts and 90 tokens each: three sequences overflow the pages
+    for (const auto& c : cases) {  // 420-token prompts and 90 tokens each: three sequences overflow the pages
       std::vector<int32_t> prompt = c.ids;
       while (prompt.size() < 420) prompt.insert(prompt.end(), c.ids.begin(), c.ids.end());
       GenerationRequest r = greedy(std::vector<int32_t>(prompt.begin(), prompt.begin() + 420), 90);
