@@ -1,8 +1,8 @@
 // Single-thread encode/decode throughput of dcu::text::Tokenizer on a large mixed text: the golden
 // strings (code, CJK, emoji, combining marks) repeated, plus the license texts under
 // /usr/share/common-licenses. Build and run from the repository root:
-//   g++ -std=c++20 -O2 -Isrc bench/tokenizer_bench.cpp build/<dir>/src/text/libdcuserve_text.a \
-//       build/<dir>/src/core/libdcuserve_core.a -lfmt -lpcre2-8 -lutf8proc -o /tmp/tokenizer_bench
+//   g++ -std=c++20 -O2 -Isrc bench/tokenizer_bench.cpp build/<dir>/src/text/libdcuserve_text.a
+//       build/<dir>/src/core/libdcuserve_core.a -lfmt -lpcre2-8 -lutf8proc -o /tmp/tokenizer_bench   (one line)
 //   build/cpu/bench/tokenizer_bench [tokenizer.json] [corpus-out.txt]
 // (default tokenizer: the Qwen3 one of scripts/fetch_test_tokenizers.sh). With corpus-out, the text is
 // also written there, so tools/tokenizer_bench_hf.py can time Hugging Face tokenizers on the same bytes.

@@ -3,10 +3,10 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -20,10 +20,12 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-using namespace net::experimental::awaitable_operators;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 namespace {
+
+// The completion token of every co_await here: the error goes to `ec` instead of being thrown. (Boost 1.74,
+// Ubuntu 22.04's, has neither as_tuple nor the awaitable operators.)
+auto into(beast::error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
 
 // Engine events cross to the request side through a post() onto the connection's strand. The gate lets
 // the server refuse posts once it is being destroyed (engine callbacks may still come late).
@@ -38,6 +40,24 @@ struct JobInbox {
   std::deque<std::pair<int, GenerationEvent>> pending;
   net::steady_timer wake;  // cancelled to wake the session when an event arrives
 };
+
+// While a job runs, a one-byte read left pending on the socket notices a client that resets the connection
+// (or sends more) while nothing is being written. Its completion wakes the session as an event does.
+struct ClientProbe {
+  bool reading = false;
+  std::optional<beast::error_code> result;  // until the session takes it
+  char byte = 0;
+};
+
+// The handler runs on the socket's executor: the connection's strand, as the session and the inbox do.
+void start_probe(tcp::socket& socket, const std::shared_ptr<ClientProbe>& probe, const std::shared_ptr<JobInbox>& inbox) {
+  probe->reading = true;
+  socket.async_read_some(net::buffer(&probe->byte, 1), [probe, inbox](const beast::error_code& ec, size_t) {
+    probe->reading = false;
+    probe->result = ec;
+    inbox->wake.cancel();
+  });
+}
 
 struct Connection {
   explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
@@ -59,11 +79,8 @@ net::awaitable<void> linger_close(beast::tcp_stream& stream) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   stream.expires_after(kLingerTime);
   std::vector<char> discard(64 * 1024);
-  for (size_t total = 0; !ec && total < kLingerBytes;) {
-    size_t n;
-    std::tie(ec, n) = co_await stream.async_read_some(net::buffer(discard), use_tuple);
-    total += n;
-  }
+  for (size_t total = 0; !ec && total < kLingerBytes;)
+    total += co_await stream.async_read_some(net::buffer(discard), into(ec));
   stream.socket().close(ec);
 }
 
@@ -171,7 +188,8 @@ void HttpServer::Impl::stop_all() {
 net::awaitable<void> HttpServer::Impl::accept_loop() {
   for (;;) {
     tcp::socket socket(net::make_strand(ioc));
-    auto [ec] = co_await acceptor.async_accept(socket, use_tuple);
+    beast::error_code ec;
+    co_await acceptor.async_accept(socket, into(ec));
     if (ec) {
       if (stopped || ec == net::error::operation_aborted) co_return;
       log::warn("accept failed: {}", ec.message());
@@ -197,7 +215,8 @@ net::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const Ht
   res.body() = r.body;
   res.prepare_payload();
   conn.stream.expires_after(write_timeout());
-  auto [ec, n] = co_await http::async_write(conn.stream, res, use_tuple);
+  beast::error_code ec;
+  co_await http::async_write(conn.stream, res, into(ec));
   co_return !ec;
 }
 
@@ -217,19 +236,21 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
     parser.header_limit(64 * 1024);
     parser.body_limit(cfg.max_body_bytes);
     stream.expires_after(std::chrono::seconds(cfg.header_timeout_seconds));
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    beast::error_code ec;
+    co_await http::async_read_header(stream, buffer, parser, into(ec));
     if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
       if (parser.content_length() && *parser.content_length() > cfg.max_body_bytes) {
         ec = http::error::body_limit;
       } else {
         http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
-        auto [wec, wn] = co_await http::async_write(stream, cont, use_tuple);
+        beast::error_code wec;
+        co_await http::async_write(stream, cont, into(wec));
         if (wec) break;
       }
     }
     if (!ec) {
       stream.expires_after(std::chrono::seconds(cfg.body_timeout_seconds));
-      std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, use_tuple);
+      co_await http::async_read(stream, buffer, parser, into(ec));
     }
     if (ec == http::error::body_limit) {
       co_await refuse(*conn, payload_too_large(cfg.max_body_bytes));
@@ -245,7 +266,7 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
     auto& req = parser.get();
     HttpRequest request;
     request.method = std::string(req.method_string());
-    std::string_view target = req.target();
+    const auto target = req.target();  // a boost::string_view before Boost 1.81
     request.path = std::string(target.substr(0, target.find('?')));
     request.authorization = std::string(req[http::field::authorization]);
     request.body = std::move(req.body());
@@ -280,17 +301,18 @@ net::awaitable<bool> HttpServer::Impl::write_stream_header(Connection& conn, uns
   }
   http::response_serializer<http::empty_body> serializer{res};
   conn.stream.expires_after(write_timeout());
-  auto [ec, n] = co_await http::async_write_header(conn.stream, serializer, use_tuple);
+  beast::error_code ec;
+  co_await http::async_write_header(conn.stream, serializer, into(ec));
   co_return !ec;
 }
 
 net::awaitable<bool> HttpServer::Impl::write_stream_part(Connection& conn, const std::string& bytes, bool chunked) {
   conn.stream.expires_after(write_timeout());
-  if (!chunked) {
-    auto [ec, n] = co_await net::async_write(conn.stream, net::buffer(bytes), use_tuple);
-    co_return !ec;
-  }
-  auto [ec, n] = co_await net::async_write(conn.stream, http::make_chunk(net::buffer(bytes)), use_tuple);
+  beast::error_code ec;
+  if (chunked)
+    co_await net::async_write(conn.stream, http::make_chunk(net::buffer(bytes)), into(ec));
+  else
+    co_await net::async_write(conn.stream, net::buffer(bytes), into(ec));
   co_return !ec;
 }
 
@@ -323,29 +345,29 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
   if (job->streaming() && !chunked) keep_alive = false;
   bool client_gone = false;
   if (job->streaming()) client_gone = !co_await write_stream_header(conn, version, keep_alive);
-  // While waiting for the engine, a pending read on the socket notices a client that resets the connection.
+  auto probe = std::make_shared<ClientProbe>();
   bool watching = true;
+  // EOF: the client half-closed after its request (`nc -N`), which is no reason to cancel (one that really
+  // went away fails a later write). A byte: a pipelined request, which cannot go back into Beast's buffer
+  // (the client retries it on a new connection). Either way the connection closes after this response.
+  auto take_probe_result = [&] {
+    const beast::error_code ec = *probe->result;
+    probe->result.reset();
+    client_gone = client_gone || (ec && ec != net::error::eof);
+    watching = false;
+    keep_alive = false;
+  };
   while (!client_gone && !job->done() && !conn.stopping) {
     if (inbox->pending.empty()) {
-      stream.expires_never();
-      inbox->wake.expires_at(net::steady_timer::time_point::max());
-      if (watching) {
-        char probe;
-        auto which = co_await (inbox->wake.async_wait(use_tuple) ||
-                               stream.socket().async_read_some(net::buffer(&probe, 1), use_tuple));
-        if (which.index() == 1) {
-          // EOF: the client half-closed after its request (`nc -N`), which is no reason to cancel (one
-          // that really went away fails a later write). A byte: a pipelined request, which cannot go back
-          // into Beast's buffer (the client retries it on a new connection). Either way the connection
-          // closes after this response.
-          auto [ec, n] = std::get<1>(which);
-          client_gone = ec && ec != net::error::eof;
-          watching = false;
-          keep_alive = false;
-        }
-      } else {
-        co_await inbox->wake.async_wait(use_tuple);
+      if (probe->result) {
+        take_probe_result();
+        continue;
       }
+      stream.expires_never();
+      if (watching && !probe->reading) start_probe(stream.socket(), probe, inbox);
+      inbox->wake.expires_at(net::steady_timer::time_point::max());
+      beast::error_code ec;
+      co_await inbox->wake.async_wait(into(ec));
       continue;
     }
     auto [index, event] = std::move(inbox->pending.front());
@@ -353,6 +375,16 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
     std::string bytes = job->on_event(index, std::move(event));
     if (job->streaming() && !bytes.empty()) client_gone = !co_await write_stream_part(conn, bytes, chunked);
   }
+  // The probe's read is taken back before the response, and before the session reads the next request.
+  if (probe->reading) {
+    beast::error_code ignored;
+    stream.socket().cancel(ignored);
+    while (probe->reading) {
+      inbox->wake.expires_at(net::steady_timer::time_point::max());
+      co_await inbox->wake.async_wait(into(ignored));
+    }
+  }
+  if (probe->result && *probe->result != net::error::operation_aborted) take_probe_result();
   if (client_gone || conn.stopping) {
     job->cancel();
     co_return false;
@@ -366,7 +398,8 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
   const bool written = co_await write_stream_part(conn, tail, chunked);
   if (!written || !chunked) co_return false;
   stream.expires_after(write_timeout());
-  auto [ec, n] = co_await net::async_write(stream, http::make_chunk_last(), use_tuple);
+  beast::error_code ec;
+  co_await net::async_write(stream, http::make_chunk_last(), into(ec));
   co_return !ec && keep_alive;
 }
 
