@@ -1,5 +1,6 @@
 # Enables the device language of the GPU backend: CUDA (nvcc) or HIP (Debian's clang-15 for gfx906).
-# Sets DCU_GPU_LANGUAGE to CUDA or HIP.
+# Included by the top-level CMakeLists.txt, so the language and CUDA's imported targets are seen by every
+# folder. Sets DCU_GPU_LANGUAGE to CUDA or HIP.
 
 if(DCUSERVE_CUDA AND DCUSERVE_HIP)
   message(FATAL_ERROR "DCUSERVE_CUDA and DCUSERVE_HIP are exclusive: configure one build folder per vendor")
@@ -13,7 +14,7 @@ if(DCUSERVE_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES 80 90a)
   endif()
   enable_language(CUDA)
-  find_package(CUDAToolkit REQUIRED GLOBAL)
+  find_package(CUDAToolkit REQUIRED)
   set(DCU_GPU_LANGUAGE CUDA)
 elseif(DCUSERVE_HIP)
   # CMake 3.25 expects a ROCm tree under one prefix; Debian spreads it over /usr and lib/<triplet>.
