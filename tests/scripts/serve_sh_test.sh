@@ -16,7 +16,9 @@ stub() {
   printf '#!/bin/sh\necho "%s $*" >> "%s"\n%s\n' "$(basename "$path")" "$calls" "$body" > "$path"
   chmod +x "$path"
 }
-stub "$work/bin/dpkg-query" 'printf "install ok installed"'
+# Every package is installed; the Boost query (setup.sh picks the installed libboost1.XX-dev) lists one.
+stub "$work/bin/dpkg-query" 'case "$*" in *libboost1.*) echo "ii  libboost1.74-dev" ;; *) printf "install ok installed" ;; esac'
+stub "$work/bin/apt-get"
 stub "$work/bin/cmake"
 stub "$work/repo/build/cpu/dcuserve"
 
@@ -32,7 +34,8 @@ expected="serve.sh: checking the packages building needs (scripts/setup.sh serve
 serve.sh: building dcuserve (the first build takes a few minutes)...
 serve.sh: starting build/cpu/dcuserve serve --port 8001"
 [[ "$out" == "$expected" ]] || fail "the progress messages"
-grep -q "^dpkg-query .* libboost1.81-dev$" "$calls" || fail "the serving packages are not checked"
+grep -q "^dpkg-query .* libfmt-dev$" "$calls" || fail "the serving packages are not checked"
+! grep -q "^apt-get" "$calls" || fail "apt-get runs although everything is installed"
 ! grep -qE "^dpkg-query .* (libgtest-dev|hipcc)$" "$calls" || fail "test-only packages are checked"
 grep -qE "^cmake --build --preset cpu .*--target dcuserve$" "$calls" || fail "cmake does not build the dcuserve target alone"
 [[ "$(tail -n 1 "$calls")" == "dcuserve serve --port 8001" ]] || fail "dcuserve serve does not run last, with the arguments"
