@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs every test: the CPU build and its test suite (unit, golden,
-# engine, server, end-to-end with the official openai client), then the GPU backends compiled for
-# CUDA (sm_80, sm_90a) and HIP gfx906 with their GPU tests (which skip without a GPU) and the gfx906
-# code-object audit.
+# engine, server, end-to-end with the official openai client), the same suite built with Ubuntu 22.04's
+# g++-11 and Boost 1.74, then the GPU backends compiled for CUDA (sm_80, sm_90a) and HIP gfx906 with
+# their GPU tests (which skip without a GPU) and the gfx906 code-object audit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,6 +10,7 @@ scripts/fetch_test_tokenizers.sh
 (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 scripts/build.sh cpu
 ctest --preset cpu -j "$(nproc)"
+scripts/test_ubuntu2204_toolchain.sh
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   scripts/build_gpu.sh cuda
