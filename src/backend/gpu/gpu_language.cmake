@@ -1,6 +1,6 @@
-# Enables the device language of the GPU backend: CUDA (nvcc) or HIP (Debian's clang-15 for gfx906).
-# Included by the top-level CMakeLists.txt, so the language and CUDA's imported targets are seen by every
-# folder. Sets DCU_GPU_LANGUAGE to CUDA or HIP.
+# Enables the device language of the GPU backend: CUDA (nvcc) or HIP (hip_toolchain.cmake). Included by
+# the top-level CMakeLists.txt, so the language and CUDA's imported targets are seen by every folder.
+# Sets DCU_GPU_LANGUAGE to CUDA or HIP.
 
 if(DCUSERVE_CUDA AND DCUSERVE_HIP)
   message(FATAL_ERROR "DCUSERVE_CUDA and DCUSERVE_HIP are exclusive: configure one build folder per vendor")
@@ -17,28 +17,6 @@ if(DCUSERVE_CUDA)
   find_package(CUDAToolkit REQUIRED)
   set(DCU_GPU_LANGUAGE CUDA)
 elseif(DCUSERVE_HIP)
-  # CMake 3.25 expects a ROCm tree under one prefix; Debian spreads it over /usr and lib/<triplet>.
-  # A folder of links in the build tree gives it the layout it wants (research/deps.md section 10).
-  set(_rocm_root ${CMAKE_BINARY_DIR}/rocm-root)
-  file(MAKE_DIRECTORY ${_rocm_root})
-  foreach(d bin include share)
-    if(NOT EXISTS ${_rocm_root}/${d})
-      file(CREATE_LINK /usr/${d} ${_rocm_root}/${d} SYMBOLIC)
-    endif()
-  endforeach()
-  if(NOT EXISTS ${_rocm_root}/lib)
-    file(CREATE_LINK /usr/lib/x86_64-linux-gnu ${_rocm_root}/lib SYMBOLIC)
-  endif()
-  set(CMAKE_HIP_COMPILER_ROCM_ROOT ${_rocm_root})
-  set(ENV{CMAKE_PREFIX_PATH} "/usr/lib/x86_64-linux-gnu/cmake")
-  if(NOT CMAKE_HIP_COMPILER)
-    set(CMAKE_HIP_COMPILER clang++-15)
-  endif()
-  set(CMAKE_HIP_FLAGS_INIT "--rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
-  if(NOT DEFINED CMAKE_HIP_ARCHITECTURES)
-    set(CMAKE_HIP_ARCHITECTURES gfx906)
-  endif()
-  enable_language(HIP)
-  find_library(DCU_AMDHIP64 amdhip64 REQUIRED)
+  include(${CMAKE_CURRENT_LIST_DIR}/hip_toolchain.cmake)
   set(DCU_GPU_LANGUAGE HIP)
 endif()
