@@ -37,9 +37,10 @@ std::regex compile(const std::string& pattern, const std::string& what, const st
   }
 }
 
-// A field of the quantization_config object: `fallback` when absent or null.
+// A field of the quantization_config object: `fallback` when absent or null. (Keys are std::string:
+// nlohmann-json 3.10, Ubuntu 22.04's, looks up no std::string_view.)
 template <typename T>
-T field(const json& j, std::string_view key, T fallback, const std::string& source) {
+T field(const json& j, const std::string& key, T fallback, const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   try {
@@ -52,12 +53,14 @@ T field(const json& j, std::string_view key, T fallback, const std::string& sour
 // The first of `keys` present (vLLM's get_from_keys); an error naming them when none is.
 template <typename T>
 T required(const json& j, std::initializer_list<std::string_view> keys, const std::string& source) {
-  for (std::string_view key : keys)
+  for (std::string_view k : keys) {
+    const std::string key(k);
     if (j.contains(key) && !j.at(key).is_null()) return field<T>(j, key, T{}, source);
+  }
   fail("{}: quantization_config has no \"{}\"", source, fmt::join(keys, "\" or \""));
 }
 
-std::vector<std::string> string_list(const json& j, std::string_view key, const std::string& source) {
+std::vector<std::string> string_list(const json& j, const std::string& key, const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return {};
   if (!it->is_array()) fail("{}: quantization_config field \"{}\" must be a list", source, key);

@@ -184,7 +184,7 @@ TEST(OpenAiSchema, ChatNormalisesMessages) {
     "max_completion_tokens": 7, "logprobs": true, "top_logprobs": 2,
     "chat_template_kwargs": {"enable_thinking": false}})"), 20);
   EXPECT_EQ(r.messages[0]["content"], "a" "b");
-  EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"], json({{"x", 1}}));
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"], nlohmann::ordered_json({{"x", 1}}));
   EXPECT_EQ(r.messages[2]["tool_call_id"], "c1");
   EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::Auto);  // tools without tool_choice mean auto, as in vLLM
   EXPECT_EQ(r.common.max_tokens, 7);
