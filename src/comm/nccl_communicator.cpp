@@ -61,9 +61,9 @@ class NcclCommunicator final : public Communicator {
     // Graphs that recorded this communicator's collectives hold it: ncclCommDestroy would wait for
     // them forever, and only the backend destroys them.
     backend_.clear_graphs();
-    gpuSetDevice(device_);
+    (void)gpuSetDevice(device_);  // a destructor has no one to report to (HIP's errors are [[nodiscard]])
     if (!aborted_) ncclCommDestroy(comm_);
-    if (stream_) gpuStreamDestroy(stream_);
+    if (stream_) (void)gpuStreamDestroy(stream_);
   }
 
   int rank() const override { return rank_; }
