@@ -95,7 +95,7 @@ void LlmEngine::loop() {
     }
     drain_inbox();
     if (!sequences_.empty()) run_step();
-    stats_log_.maybe_log(stats());
+    if (stats_log_.due()) stats_log_.log(stats());  // stats() takes the inbox lock: not every step
   }
   drain_inbox();
   std::vector<Sequence*> left;

@@ -29,8 +29,7 @@ std::string speculative_line(double seconds, const EngineStats& since, const Eng
                      100.0 * accepted / drafted);
 }
 
-void StatsLog::maybe_log(const EngineStats& now, Clock::time_point time) {
-  if (time - last_ < interval_) return;
+void StatsLog::log(const EngineStats& now, Clock::time_point time) {
   const double seconds = std::chrono::duration<double>(time - last_).count();
   if (prompt_tokens_ + generated_tokens_ > 0) {
     log::info("{}", throughput_line(seconds, prompt_tokens_, generated_tokens_, now));

@@ -20,9 +20,11 @@ class StatsLog {
     prompt_tokens_ += uint64_t(prompt_tokens);
     generated_tokens_ += uint64_t(generated_tokens);
   }
-  // Logs once the interval has passed since the last lines, if anything was computed since; `now` has
-  // the gauges and the cumulative speculative counters.
-  void maybe_log(const EngineStats& now, Clock::time_point time = Clock::now());
+  // Whether the interval has passed since the last lines (then the caller gathers the stats for log()).
+  bool due(Clock::time_point time = Clock::now()) const { return time - last_ >= interval_; }
+  // The lines, if anything was computed since the last ones; `now` has the gauges and the cumulative
+  // speculative counters.
+  void log(const EngineStats& now, Clock::time_point time = Clock::now());
 
  private:
   Clock::duration interval_;

@@ -313,6 +313,7 @@ Tensor ModelRunner::forward(int T, int R) {
     Tensor normed_rows = rows_of(a.final_hidden, T);
     backend_.rms_norm(hidden, weights_.final_norm, eps, true, normed_rows);
     backend_.gather_rows(normed_rows, rows_of(a.logit_rows, R), selected);
+    observe("final_norm", selected);
     return logits_of_selected(R);
   }
   backend_.gather_rows(hidden, rows_of(a.logit_rows, R), selected);
@@ -324,12 +325,12 @@ Tensor ModelRunner::forward(int T, int R) {
     return logits;
   }
   backend_.rms_norm(selected, weights_.final_norm, c.rms_norm_eps, true, selected);
+  observe("final_norm", selected);
   return logits_of_selected(R);
 }
 
 // lm_head over the R normed rows in `selected`.
 Tensor ModelRunner::logits_of_selected(int R) {
-  observe("final_norm", rows_of(act_->selected, R));
   if (comm_) return gather_logits(R);
   Tensor logits = rows_of(act_->logits, R);
   backend_.matmul(rows_of(act_->selected, R), weights_.lm_head, logits);
