@@ -3,7 +3,7 @@
 # fails when the code objects contain instructions gfx906 lacks or that we never want there:
 #   v_mfma* (matrix cores), *permlane* (gfx10+ lane permutes), bf16 dot products;
 # when a decode GEMV for F16 weights or int8 / int4 codes has no v_dot2_f32_f16 inside a loop; and
-# when a decode kernel (matmul.cu) uses scratch memory (register spills). Lists every kernel's VGPRs.
+# when a decode kernel (matmul.cu, decode_attention.cu) uses scratch memory (register spills). Lists every kernel's VGPRs.
 # Usage: scripts/audit_gfx906.sh [output-dir]   (needs: apt-get install hipcc)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,7 +55,7 @@ for name, body in dot2.items():
 sys.exit(0 if ok else 1)
 PY
 # Every kernel's VGPRs and scratch bytes from the code-object metadata; a decode kernel (matmul.cu)
-# with scratch spills registers to memory.
+# or decode attention (decode_attention.cu) with scratch spills registers to memory.
 /usr/bin/python3 - "$out" <<'PY' || status=1
 import glob, os, re, sys
 ok = True
@@ -66,7 +66,7 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], '*.s'))):
         scratch = int(re.search(r'\.private_segment_fixed_size:\s+(\d+)', block).group(1))
         vgprs = int(re.search(r'\.vgpr_count:\s+(\d+)', block).group(1))
         print(f"audit_gfx906: {os.path.basename(path)[:-2]}: {vgprs:3d} VGPRs, scratch {scratch:5d} B  {name}")
-        if scratch and os.path.basename(path) == 'matmul.s':
+        if scratch and os.path.basename(path) in ('matmul.s', 'decode_attention.s'):
             print(f"audit_gfx906: decode kernel {name} spills to scratch"); ok = False
 sys.exit(0 if ok else 1)
 PY

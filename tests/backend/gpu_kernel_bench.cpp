@@ -169,10 +169,12 @@ void matmul_tables(Backend& exact, Backend& fast, double copy_bw) {
   }
 }
 
-// Paged attention with the 27B layout (nh 24, nkv 4, d 256), bf16 cache, every sequence at `ctx`.
+// Paged attention with the 27B layout (nh 24, nkv 4, d 256), bf16 cache, every sequence at `ctx`; the
+// share of the copy bandwidth, and the Z100 time of one TP4 rank (one KV head, a quarter of the bytes)
+// at ~1 TB/s and the same share.
 void attention_tables(Backend& be, double copy_bw) {
   std::printf("\n## Paged attention (nh 24, nkv 4, d 256, bf16 KV)\n\n");
-  std::printf("| case | time us | KV MB read | GB/s |\n|---|---|---|---|\n");
+  std::printf("| case | time us | KV MB read | GB/s | of copy bw | Z100 TP4 us |\n|---|---|---|---|---|---|\n");
   std::mt19937 rng(3);
   auto run = [&](int seqs, int ctx, int rows) {
     const int bs = 16, blocks = seqs * ((ctx + rows + bs - 1) / bs + 1);
@@ -183,14 +185,19 @@ void attention_tables(Backend& be, double copy_bw) {
     Buffer q(be, DType::F32, {T, 24, 256}), out(be, DType::F32, {T, 24, 256});
     PagedKv cache{kc.t, vc.t, bs};
     const double us = time_us(be, [&](int) { be.paged_attention(q.t, cache, batch.device_layout, 0.0625f, out.t); },
-                              rows > 1 ? 3 : 100);
+                              rows > 16 ? 3 : 50);
     const double kv = double(seqs) * (ctx + rows) * 4 * 256 * 2 * 2;
-    std::printf("| %d seq x %d new tokens at context %d | %.1f | %.1f | %.0f |\n", seqs, rows, ctx, us, kv / 1e6, kv / us / 1e3);
+    const double share = kv / (us * 1e-6) / copy_bw;
+    std::printf("| %d seq x %d new tokens at context %d | %.1f | %.1f | %.0f | %.0f %% | %.0f |\n", seqs, rows, ctx, us,
+                kv / 1e6, kv / us / 1e3, 100 * share, kv / 4 / (1e12 * share) * 1e6);
   };
   for (int b : {1, 8, 32}) run(b, 128, 1);
   for (int b : {1, 32}) run(b, 4096, 1);
-  run(1, 0, 2048);  // prefill
-  (void)copy_bw;
+  for (int b : {1, 8}) run(b, 32768, 1);
+  run(1, 131072, 1);
+  run(1, 262143, 1);
+  for (int b : {1, 8}) run(b, 32768, 3);  // speculative verify steps, k = 2
+  run(1, 0, 2048);                        // prefill
 }
 
 // The delta rule with the 27B GDN dims (Hk 16, Hv 48, dk = dv = 128).

@@ -306,10 +306,16 @@ TEST_P(GpuOps, AttentionPrep) {
 // Writes the step's K/V through the op under test, then attends over caches whose earlier positions
 // hold random values (identical on both sides).
 // The default batch mixes prefill and decode rows; a decode-only batch gets short context splits.
-void check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, std::mt19937& rng,
-                           const std::vector<std::pair<int, int>>& seqs = {{700, 1}, {0, 37}, {300, 5}, {15, 1}}) {
-  const int bs = 16, blocks = 160;
-  TestBatch batch(gpu, seqs, bs, blocks, 4, rng);
+// `position_limit` pads the step's position limit as a step graph does (a power of two above it).
+// Returns the GPU's output.
+std::vector<float> check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, std::mt19937& rng,
+                           const std::vector<std::pair<int, int>>& seqs = {{700, 1}, {0, 37}, {300, 5}, {15, 1}},
+                           int position_limit = 0) {
+  const int bs = 16;
+  int blocks = 8;
+  for (auto [ctx, n] : seqs) blocks += (ctx + n + bs - 1) / bs;
+  TestBatch batch(gpu, seqs, bs, blocks, int(seqs.size()), rng);
+  batch.host.position_limit = std::max(batch.host.position_limit, position_limit);
   const int64_t T = batch.host.num_tokens();
   HostTensor kc(DType::F32, {blocks, bs, s.nkv, s.d}), vc(DType::F32, {blocks, bs, s.nkv, s.d});
   kc.random(rng, -2, 2), vc.random(rng, -2, 2);
@@ -338,6 +344,10 @@ void check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, s
   EXPECT_EQ(relative_error(dvc.floats(), vc.floats()), 0.0f) << "v cache " << dtype_name(cache_type);
   EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f)
       << "attention nh=" << s.nh << " nkv=" << s.nkv << " d=" << s.d << " " << dtype_name(cache_type);
+  std::vector<float> first = dout.floats();
+  gpu.paged_attention(dq.t, gpu_cache, batch.device_layout, scale, dout.t);
+  EXPECT_TRUE(first == dout.floats()) << "a second run differs";
+  return first;
 }
 
 TEST_P(GpuOps, KvCacheWriteAndPagedAttention) {
@@ -345,6 +355,35 @@ TEST_P(GpuOps, KvCacheWriteAndPagedAttention) {
   check_paged_attention(*gpu, kAttnShapes[0], DType::F16, rng);
   check_paged_attention(*gpu, kAttnShapes[1], DType::BF16, rng);
   for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::BF16, rng, {{700, 1}, {15, 1}, {300, 1}});
+}
+
+// The split decode kernel at contexts from one split to the most (a grid of two blocks per SM), up
+// to 256k positions; verify steps (1 + k rows of a sequence share a block); graph-padded limits.
+TEST_P(GpuOps, DecodeAttentionAtLongContexts) {
+  const std::vector<AttnShape> shapes = {{8, 2, 64, 16}, {12, 2, 128, 32}};
+  for (const AttnShape& s : shapes)
+    for (int ctx : {50, 129, 1000, 5000, 40000, 262143})
+      check_paged_attention(*gpu, s, DType::BF16, rng, {{ctx, 1}});
+  for (const AttnShape& s : shapes) {
+    check_paged_attention(*gpu, s, DType::BF16, rng, {{30000, 4}, {777, 3}, {12, 9}, {4000, 1}});
+    check_paged_attention(*gpu, s, DType::BF16, rng, {{3000, 3}, {100, 3}}, 8192);
+    check_paged_attention(*gpu, s, DType::F16, rng, {{70000, 2}, {5, 2}});
+  }
+  check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, rng, {{60000, 4}, {20000, 4}});
+}
+
+// A step graph pads the position limit to a power of two: the split decode kernel must give the same
+// bits with and without the padding (graph replays agree with eager steps).
+TEST_P(GpuOps, DecodeAttentionIgnoresGraphPadding) {
+  for (const std::vector<std::pair<int, int>>& seqs :
+       std::vector<std::vector<std::pair<int, int>>>{{{5000, 1}, {300, 3}}, {{40000, 1}}, {{70, 2}, {9, 1}}}) {
+    int limit = 64;
+    for (auto [ctx, n] : seqs) while (limit < ctx + n) limit *= 2;
+    std::mt19937 a(11), b(11);
+    const std::vector<float> exact = check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, a, seqs);
+    const std::vector<float> padded = check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, b, seqs, limit);
+    EXPECT_TRUE(exact == padded) << "limit " << limit;
+  }
 }
 
 // Long prompts, a chunked continuation and decode rows in one step: the tiled prefill kernel, whose

@@ -1,27 +1,21 @@
 // Gated full attention: q/k preparation (de-interleave, zero-centered norm, partial NeoX RoPE), paged
-// KV writes, and causal GQA attention over the paged cache.
-//
-// paged_attention: one block per (token, kv head, context split). The block holds the whole GQA group's
-// queries in shared memory, so each K/V row is read once for all nh/nkv heads; long contexts are cut
-// into kSplit-position pieces that run in parallel and are merged by a second kernel (flash-decoding),
-// which keeps a decode step (T = 1, nkv small) spread over the GPU: the split length shrinks (down to
-// 32 positions) until the grid has a few hundred blocks. Steps with many rows per sequence (prefill)
-// use prefill_attention_kernel instead: tiles of rows share K/V tiles in shared memory.
+// KV writes, and causal GQA attention over the paged cache: steps with few rows per sequence (decode,
+// speculative verify) go to the split decode kernel (decode_attention.cu); steps with a long run of
+// rows (prefill) to prefill_attention_kernel, whose tiles of rows share K/V tiles in shared memory.
 
 #include <algorithm>
 #include <cmath>
 
-#include "backend/gpu/kernels.h"
+#include "backend/gpu/attention_common.h"
 
 namespace dcu::gpu {
 namespace {
 
 constexpr int kPrepThreads = 128;
 constexpr int kAttnThreads = 256;
-constexpr int kSplit = 256;  // most context positions per block
-constexpr int kTargetBlocks = 256;  // a decode grid this large keeps every SM busy
-// The tiled prefill kernel runs for steps of at least this many rows, on average this many per sequence.
-constexpr int kPrefillMinRows = 64, kPrefillRowsPerSeq = 4;
+// The tiled prefill kernel runs for steps of at least this many rows, on average this many per sequence,
+// one of which has more than kDecodeMaxRows (more rows than the decode kernel shares a block between).
+constexpr int kPrefillMinRows = 64, kPrefillRowsPerSeq = 4, kDecodeMaxRows = 16;
 
 // grid (T, nh + nkv), block kPrepThreads; dynamic shared memory d floats.
 template <int Lanes, typename N>
@@ -67,136 +61,6 @@ __global__ void kv_write_kernel(const float* k, const float* v, const int32_t* s
   for (int64_t i = threadIdx.x; i < row; i += blockDim.x) {
     from_f32(k[t * row + i], &kc[slot * row + i]);
     from_f32(v[t * row + i], &vc[slot * row + i]);
-  }
-}
-
-// Sequence of packed row t (seq_row_begin is sorted, S small).
-__device__ int sequence_of(const int32_t* seq_row_begin, int S, int t) {
-  int lo = 0, hi = S - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (seq_row_begin[mid] <= t) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-// grid (nkv, T, splits), block kAttnThreads. Shared: q [G, d] | p [G, kSplit] | m, l [G] | the
-// split's cache rows [kSplit] (looked up in the block table once, not per thread and head).
-// One split: positions [split * split_len, min(pos + 1, (split + 1) * split_len)), split_len <= kSplit.
-// With one split the block writes out; otherwise partials (o unnormalized, m, l) for the merge kernel.
-// C consecutive cache elements as f32, in one vector load (C * sizeof(E) bytes, aligned by the caller).
-template <int C, typename E>
-__device__ __forceinline__ void load_elements(const E* p, float (&out)[C]) {
-  if constexpr (sizeof(E) == 2 && C >= 2) {
-    using Word = std::conditional_t<C == 8, uint4, std::conditional_t<C == 4, uint2, uint32_t>>;
-    const Word w = *reinterpret_cast<const Word*>(p);
-    const uint16_t* half = reinterpret_cast<const uint16_t*>(&w);
-#pragma unroll
-    for (int j = 0; j < C; ++j) out[j] = to_f32(E{half[j]});
-  } else {
-#pragma unroll
-    for (int j = 0; j < C; ++j) out[j] = to_f32(p[j]);
-  }
-}
-
-// The decode kernel handles GQA groups up to this size (Qwen3.5: 4 to 6): each thread keeps one output
-// dim of every head of the group in registers.
-constexpr int kMaxGroup = 8;
-
-// C = d / Lanes (1, 2, 4 or 8): each lane reads C consecutive elements of a K row in one vector load;
-// C = 0 for other head dims: lanes stride the row.
-template <int Lanes, typename E, int C>
-__global__ void __launch_bounds__(kAttnThreads) paged_attention_kernel(PagedAttentionArgs a, float* part_o,
-                                                                       float* part_ml, int splits, int split_len) {
-  start_after_previous_kernel();
-  extern __shared__ float smem[];
-  const int G = a.nh / a.nkv, d = a.d;
-  float* qs = smem;
-  float* ps = qs + G * d;
-  float* ms = ps + G * kSplit;
-  float* ls = ms + G;
-  const int floats = G * d + G * kSplit + 2 * G;
-  int64_t* rows = reinterpret_cast<int64_t*>(smem + floats + (floats & 1));  // 8-byte aligned
-  const int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
-  const int pos = a.positions[t];
-  const int begin = split * split_len, end = min(pos + 1, begin + split_len);
-  const int s = sequence_of(a.seq_row_begin, a.num_seqs, t);
-  const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
-  const int64_t kv_row = int64_t(a.nkv) * d;
-  const E* kc = static_cast<const E*>(a.k_cache) + int64_t(kvh) * d;
-  const E* vc = static_cast<const E*>(a.v_cache) + int64_t(kvh) * d;
-  for (int i = threadIdx.x; i < G * d; i += blockDim.x)
-    qs[i] = a.q[(int64_t(t) * a.nh + kvh * G) * d + i] * a.scale;
-  for (int p = begin + threadIdx.x; p < end; p += blockDim.x)
-    rows[p - begin] = (int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size) * kv_row;
-  __syncthreads();
-
-  const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes, nwarps = blockDim.x / Lanes;
-  // scores: one logical warp per position; lane l holds dims [l C, l C + C) of the K row (C = 0:
-  // head dims that are no such multiple of the warp, dims l, l + Lanes, ...)
-  for (int p = begin + warp; p < end; p += nwarps) {
-    const E* kp = kc + rows[p - begin];
-    if constexpr (C > 0) {
-      float k[C];
-      load_elements<C>(kp + lane * C, k);
-      for (int g = 0; g < G; ++g) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int j = 0; j < C; ++j) dot += qs[g * d + lane * C + j] * k[j];
-        dot = warp_sum<Lanes>(dot);
-        if (lane == 0) ps[g * kSplit + (p - begin)] = dot;
-      }
-    } else {
-      for (int g = 0; g < G; ++g) {
-        float dot = 0.0f;
-        for (int i = lane; i < d; i += Lanes) dot += qs[g * d + i] * to_f32(kp[i]);
-        dot = warp_sum<Lanes>(dot);
-        if (lane == 0) ps[g * kSplit + (p - begin)] = dot;
-      }
-    }
-  }
-  __syncthreads();
-  // softmax statistics: one logical warp per head of the group
-  const int n = max(end - begin, 0);
-  for (int g = warp; g < G; g += nwarps) {
-    float m = -INFINITY;
-    for (int i = lane; i < n; i += Lanes) m = fmaxf(m, ps[g * kSplit + i]);
-    m = warp_max<Lanes>(m);
-    float l = 0.0f;
-    for (int i = lane; i < n; i += Lanes) {
-      const float e = expf(ps[g * kSplit + i] - m);
-      ps[g * kSplit + i] = e;
-      l += e;
-    }
-    l = warp_sum<Lanes>(l);
-    if (lane == 0) ms[g] = m, ls[g] = l;
-  }
-  __syncthreads();
-  // o[g, i] = sum_p e[g, p] v[p, i]: thread i keeps dim i of every head of the group, so each V
-  // element is read once; positions unrolled for independent loads in flight.
-  for (int i = threadIdx.x; i < d; i += blockDim.x) {
-    float acc[kMaxGroup] = {};
-#pragma unroll 4
-    for (int p = 0; p < end - begin; ++p) {
-      const float v = to_f32(vc[rows[p] + i]);
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < G) acc[g] += ps[g * kSplit + p] * v;
-    }
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g < G) {  // no break: a fully unrolled loop keeps acc in registers
-        const int64_t h = int64_t(kvh) * G + g;
-        if (splits == 1) {
-          a.out[(int64_t(t) * a.nh + h) * d + i] = acc[g] / ls[g];
-        } else {
-          const int64_t base = (int64_t(t) * a.nh + h) * splits + split;
-          part_o[base * d + i] = acc[g];
-          if (i == 0) part_ml[base * 2] = ms[g], part_ml[base * 2 + 1] = ls[g];
-        }
-      }
-    }
   }
 }
 
@@ -346,28 +210,6 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
   }
 }
 
-// grid (T * nh), block threads over d: merges the splits with log-sum-exp weights.
-__global__ void merge_splits_kernel(const float* part_o, const float* part_ml, float* out, int splits, int d) {
-  start_after_previous_kernel();
-  const int64_t th = blockIdx.x;
-  float m = -INFINITY;
-  for (int s = 0; s < splits; ++s)
-    if (part_ml[(th * splits + s) * 2 + 1] > 0.0f) m = fmaxf(m, part_ml[(th * splits + s) * 2]);
-  float l = 0.0f;
-  for (int s = 0; s < splits; ++s) {
-    const float ls = part_ml[(th * splits + s) * 2 + 1];
-    if (ls > 0.0f) l += ls * expf(part_ml[(th * splits + s) * 2] - m);
-  }
-  for (int i = threadIdx.x; i < d; i += blockDim.x) {
-    float acc = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float ls = part_ml[(th * splits + s) * 2 + 1];
-      if (ls > 0.0f) acc += part_o[(th * splits + s) * d + i] * expf(part_ml[(th * splits + s) * 2] - m);
-    }
-    out[th * d + i] = acc / l;
-  }
-}
-
 }  // namespace
 
 void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a) {
@@ -400,7 +242,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
   if (a.T == 0) return;
   const int G = a.nh / a.nkv;
   // Many rows per sequence (prefill, chunked prefill): the tiled kernel, K/V shared by bq rows.
-  if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && G <= 32 &&
+  if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && a.max_seq_rows > kDecodeMaxRows && G <= 32 &&
       (a.d == 64 || a.d == 128 || a.d == 256)) {
     // 64 x 32 tiles on NVIDIA (109 KiB of shared memory at d = 256, two blocks per SM); 32 x 16 on
     // wave64 (gfx906 has 64 KiB of LDS per block), also run on NVIDIA in its wave64 verification mode.
@@ -427,44 +269,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
     GPU_CHECK_LAUNCH();
     return;
   }
-  if (G > kMaxGroup)
-    fail_call("launch_paged_attention", __FILE__, __LINE__, "more than 8 query heads per KV head (GQA group)");
-  // Split length: enough blocks to cover the GPU (a decode step has only nkv * T (kv head, token)
-  // pairs), at most kSplit positions (the shared score buffer), at least 32.
-  const int want_splits = std::max(1, (kTargetBlocks + a.nkv * a.T - 1) / (a.nkv * a.T));
-  const int split_len = std::clamp((a.max_position + want_splits) / want_splits, 32, kSplit);
-  const int splits = (a.max_position + split_len) / split_len;
-  const size_t smem = (size_t(G) * a.d + size_t(G) * kSplit + 2 * size_t(G) + 1) * sizeof(float) +
-                      size_t(kSplit) * sizeof(int64_t);
-  float* part_o = nullptr;
-  float* part_ml = nullptr;
-  if (splits > 1) {
-    const size_t rows = size_t(a.T) * a.nh * splits;
-    part_o = static_cast<float*>(scratch.get(rows * (size_t(a.d) + 2) * sizeof(float)));
-    part_ml = part_o + rows * size_t(a.d);
-  }
-  with_lanes(l.lanes, [&](auto lanes) {
-    constexpr int Lanes = decltype(lanes)::value;
-    const int C = a.d % Lanes == 0 ? a.d / Lanes : 0;
-    with_elem_type(a.cache_type, [&](auto e) {
-      auto go = [&](auto c) {
-        auto kernel = paged_attention_kernel<Lanes, decltype(e), decltype(c)::value>;
-        if (smem > 48 * 1024) GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kAttnThreads, smem, a, part_o, part_ml, splits,
-                           split_len);
-      };
-      if (C == 8) go(std::integral_constant<int, 8>{});
-      else if (C == 4) go(std::integral_constant<int, 4>{});
-      else if (C == 2) go(std::integral_constant<int, 2>{});
-      else if (C == 1) go(std::integral_constant<int, 1>{});
-      else go(std::integral_constant<int, 0>{});  // also d = 16 or 32 times the warp (not in Qwen3.5)
-    });
-  });
-  GPU_CHECK_LAUNCH();
-  if (splits > 1) {
-    launch_overlapping(l, merge_splits_kernel, unsigned(a.T * a.nh), 128, 0, part_o, part_ml, a.out, splits, a.d);
-    GPU_CHECK_LAUNCH();
-  }
+  launch_decode_attention(l, a, scratch);
 }
 
 }  // namespace dcu::gpu

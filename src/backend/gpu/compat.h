@@ -185,6 +185,48 @@ struct MaxOp {
 template <int Lanes> __device__ __forceinline__ float warp_sum(float v) { return warp_reduce<Lanes>(v, SumOp{}); }
 template <int Lanes> __device__ __forceinline__ float warp_max(float v) { return warp_reduce<Lanes>(v, MaxOp{}); }
 
+// v of lane (lane ^ offset) of the logical warp (offset a power of two below Lanes); every lane of the
+// logical warp calls it. On NVIDIA with Lanes == 64, offset 32 crosses the pair's physical warps
+// through shared memory.
+template <int Lanes>
+__device__ __forceinline__ float lane_xor(float v, int offset) {
+  constexpr int Width = Lanes < WARP_SIZE ? Lanes : WARP_SIZE;
+#if defined(DCUSERVE_HIP)
+  static_assert(Lanes <= WARP_SIZE, "virtual warps are an NVIDIA verification aid");
+  return __shfl_xor(v, offset, Width);
+#else
+  if constexpr (Lanes <= WARP_SIZE) {
+    return __shfl_xor_sync(0xffffffffu, v, offset, Width);
+  } else {
+    if (offset < WARP_SIZE) return __shfl_xor_sync(0xffffffffu, v, offset, WARP_SIZE);
+    __shared__ float swap[1024];  // one slot per thread of the block
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int barrier = 1 + tid / WARP_SIZE / 2;
+    asm volatile("bar.sync %0, 64;" ::"r"(barrier) : "memory");  // the pair's previous reads are done
+    swap[tid] = v;
+    asm volatile("bar.sync %0, 64;" ::"r"(barrier) : "memory");
+    return swap[tid ^ WARP_SIZE];
+  }
+#endif
+}
+
+// Makes the logical warp's shared-memory writes before it visible to its reads after it.
+template <int Lanes>
+__device__ __forceinline__ void warp_sync() {
+#if defined(DCUSERVE_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+  if constexpr (Lanes <= WARP_SIZE) {
+    __syncwarp();
+  } else {
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    asm volatile("bar.sync %0, 64;" ::"r"(1 + tid / WARP_SIZE / 2) : "memory");
+  }
+#endif
+}
+
 // ---- overlapping a kernel with the one before it (CUDA, sm_90+: programmatic dependent launch) ---
 // A kernel launched with launch_overlapping (kernels.h) may start while the kernel before it is still
 // running, once every block of that one has called let_next_kernel_start (or exited). It must call

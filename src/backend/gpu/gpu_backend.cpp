@@ -71,6 +71,7 @@ class GpuBackend final : public Backend {
     GPU_CHECK(gpuGetDeviceProperties(&p, device_));
     name_ = fmt::format("{}:{} ({})", kind() == DeviceKind::Cuda ? "cuda" : "hip", device_, p.name);
     overlap_ = kind() == DeviceKind::Cuda && p.major >= 9 && gpu::kernels_can_overlap();
+    multiprocessors_ = std::max(1, p.multiProcessorCount);
   }
 
   // A destructor cannot throw, and a failing device at shutdown leaves nothing to recover: the results
@@ -284,6 +285,7 @@ class GpuBackend final : public Backend {
     DCU_CHECK(f32(q) && f32(out) && out.numel() == q.numel() && cache.k.dim(3) == a.d && a.nh % a.nkv == 0);
     DCU_CHECK(a.T == batch.num_tokens());
     a.max_position = std::max(0, batch.host->position_limit - 1);
+    a.max_seq_rows = batch.host->max_seq_rows();
     a.q = q.as<float>(), a.out = out.as<float>();
     a.k_cache = cache.k.data, a.v_cache = cache.v.data, a.cache_type = cache.k.dtype, a.block_size = cache.block_size;
     a.block_tables = batch.block_tables, a.max_blocks = batch.max_blocks_per_seq();
@@ -400,7 +402,8 @@ class GpuBackend final : public Backend {
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_, lanes_, blas_, gemv_max_tokens_, tensor_cores_, split_activations_, overlap_, &expanded_};
+    return Launch{stream_,   lanes_,     blas_, gemv_max_tokens_, tensor_cores_, split_activations_,
+                  overlap_, &expanded_, multiprocessors_};
   }
   void drop_graph(uint64_t key) {
     auto it = graphs_.find(key);
@@ -442,6 +445,7 @@ class GpuBackend final : public Backend {
   bool tensor_cores_ = false;
   bool split_activations_ = true;
   bool overlap_ = false;
+  int multiprocessors_ = 1;
   gpuStream_t stream_ = nullptr;
   void* blas_ = nullptr;
   GrowingScratch scratch_{*this};

@@ -26,6 +26,7 @@ struct Launch {
   bool split_activations = true;
   bool overlap = false;       // launch_overlapping may overlap kernels (CUDA, compute capability 9.0+)
   Scratch* expanded = nullptr;  // where quantized weights are expanded for prompt-sized matmuls
+  int multiprocessors = 1;      // SMs / CUs of the device: sizes grids that must cover it
 };
 
 // Backend-owned device scratch that grows on demand (ops never allocate their outputs).
@@ -145,6 +146,7 @@ struct PagedAttentionArgs {
   int num_seqs = 0;
   const int32_t* positions = nullptr;  // [T]
   int max_position = 0;                // largest position in the step (host side, sizes the split)
+  int max_seq_rows = 0;                // most rows of one sequence (host side)
   float scale = 1.0f;
   float* out = nullptr;  // [T, nh, d]
   int T = 0, nh = 0, nkv = 0, d = 0;
