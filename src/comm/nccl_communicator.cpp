@@ -7,7 +7,7 @@
 
 #if defined(DCUSERVE_NCCL) && defined(DCUSERVE_HIP)
 #include <hip/hip_runtime.h>
-#include <rccl/rccl.h>
+#include "comm/nccl_library.h"
 #define gpuSetDevice hipSetDevice
 #define gpuStream_t hipStream_t
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
@@ -18,7 +18,7 @@
 #define gpuSuccess hipSuccess
 #elif defined(DCUSERVE_NCCL)
 #include <cuda_runtime.h>
-#include <nccl.h>
+#include "comm/nccl_library.h"
 #define gpuSetDevice cudaSetDevice
 #define gpuStream_t cudaStream_t
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
@@ -37,7 +37,7 @@ namespace {
 #define NCCL_OK(call)                                                                           \
   do {                                                                                          \
     ncclResult_t r_ = (call);                                                                   \
-    if (r_ != ncclSuccess) ::dcu::fail("{} failed: {}", #call, ncclGetErrorString(r_));        \
+    if (r_ != ncclSuccess) ::dcu::fail("{} failed: {}", #call, nccl_api().GetErrorString(r_)); \
   } while (0)
 #define GPU_OK(call)                                                                            \
   do {                                                                                          \
@@ -62,7 +62,7 @@ class NcclCommunicator final : public Communicator {
     // them forever, and only the backend destroys them.
     backend_.clear_graphs();
     (void)gpuSetDevice(device_);  // a destructor has no one to report to (HIP's errors are [[nodiscard]])
-    if (!aborted_) ncclCommDestroy(comm_);
+    if (!aborted_) nccl_api().CommDestroy(comm_);
     if (stream_) (void)gpuStreamDestroy(stream_);
   }
 
@@ -80,7 +80,7 @@ class NcclCommunicator final : public Communicator {
     DCU_CHECK(x.dtype == DType::F32);
     gpuStream_t s = begin();
     check_not_aborted();
-    NCCL_OK(ncclAllReduce(x.data, x.data, size_t(x.numel()), ncclFloat, ncclSum, comm_, s));
+    NCCL_OK(nccl_api().AllReduce(x.data, x.data, size_t(x.numel()), ncclFloat, ncclSum, comm_, s));
     end();
   }
 
@@ -89,7 +89,7 @@ class NcclCommunicator final : public Communicator {
     DCU_CHECK(out.numel() >= local.numel() * size_);
     gpuStream_t s = begin();
     check_not_aborted();
-    NCCL_OK(ncclAllGather(local.data, out.data, size_t(local.numel()), ncclFloat, comm_, s));
+    NCCL_OK(nccl_api().AllGather(local.data, out.data, size_t(local.numel()), ncclFloat, comm_, s));
     end();
   }
 
@@ -98,7 +98,7 @@ class NcclCommunicator final : public Communicator {
   // makes NCCL's kernels exit. It takes no lock for that reason: a collective enqueued at that very
   // moment races with it (as under PyTorch's NCCL watchdog); later ones see the flag and fail.
   void abort() override {
-    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+    if (!aborted_.exchange(true)) nccl_api().CommAbort(comm_);
   }
   // Only within one process: with the ranks of a multi-host group in two processes, node 0 recorded
   // graphs with collectives, then did not exit on SIGTERM (2 x H200, NCCL 2.28.3); its steps run op by op.
@@ -135,7 +135,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGro
                                                                    const std::vector<Backend*>& backends) {
   DCU_CHECK(o.devices.size() == backends.size());
   ncclUniqueId id;
-  if (o.first_rank == 0) NCCL_OK(ncclGetUniqueId(&id));  // node 0 makes the id
+  if (o.first_rank == 0) NCCL_OK(nccl_api().GetUniqueId(&id));  // node 0 makes the id
   if (o.share_id) {
     std::vector<char> payload;
     if (o.first_rank == 0)
@@ -147,12 +147,12 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGro
 
   // One thread initialises several ranks: the calls must be grouped or the first would wait for the rest.
   std::vector<ncclComm_t> comms(o.devices.size());
-  NCCL_OK(ncclGroupStart());
+  NCCL_OK(nccl_api().GroupStart());
   for (size_t i = 0; i < o.devices.size(); ++i) {
     GPU_OK(gpuSetDevice(o.devices[i]));
-    NCCL_OK(ncclCommInitRank(&comms[i], o.world_size, id, o.first_rank + int(i)));
+    NCCL_OK(nccl_api().CommInitRank(&comms[i], o.world_size, id, o.first_rank + int(i)));
   }
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK(nccl_api().GroupEnd());
   std::vector<std::unique_ptr<Communicator>> out;
   for (size_t i = 0; i < o.devices.size(); ++i)
     out.push_back(std::make_unique<NcclCommunicator>(comms[i], o.first_rank + int(i), o.world_size, o.devices[i],
@@ -163,6 +163,8 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGro
 #else
 
 bool nccl_compiled() { return false; }
+
+NcclLibraryInfo nccl_library_info() { return {}; }
 
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGroupOptions&,
                                                                    const std::vector<Backend*>&) {

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -20,12 +21,22 @@ struct NcclGroupOptions {
   std::function<std::vector<char>(const std::vector<char>&)> share_id;
 };
 
-// True when this build links NCCL or RCCL.
+// True when this build uses NCCL (CUDA) or RCCL (HIP). The library itself is loaded at run time
+// (comm/nccl_library.h), the first time a group is made or nccl_library_info() asks.
 bool nccl_compiled();
+
+// The NCCL or RCCL library of this build, loaded if it was not yet.
+struct NcclLibraryInfo {
+  std::string name;     // "libnccl.so.2" / "librccl.so.1"; empty when the build uses neither
+  std::string path;     // the file loaded; empty when loading failed
+  std::string version;  // "2.28.3", from ncclGetVersion
+  std::string error;    // the loader's message when it could not be loaded (or a function is missing)
+};
+NcclLibraryInfo nccl_library_info();
 
 // backends[i] runs on devices[i]; collectives wait for its queued work first. The backends must
 // outlive the communicators, which drop the backends' graphs when destroyed. Throws dcu::Error when
-// the build has no NCCL/RCCL or initialisation fails.
+// the build has no NCCL/RCCL, the library cannot be loaded or initialisation fails.
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const NcclGroupOptions& options,
                                                                    const std::vector<Backend*>& backends);
 
