@@ -9,4 +9,12 @@ namespace dcu {
 // True when this binary was built with the CUDA or HIP backend.
 bool gpu_backend_compiled();
 
+// What the GPU backend of this binary was built for.
+struct GpuBuild {
+  DeviceKind kind = DeviceKind::Cpu;       // Cpu: no GPU backend
+  std::vector<std::string> architectures;  // CMAKE_CUDA_ARCHITECTURES ("80", "90a") or CMAKE_HIP_ARCHITECTURES ("gfx906")
+  bool vendor_blas = false;                // links cuBLAS / rocBLAS
+};
+GpuBuild gpu_build();
+
 }  // namespace dcu

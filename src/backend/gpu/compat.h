@@ -25,6 +25,7 @@ using gpuDeviceProp_t = hipDeviceProp_t;
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuSetDevice hipSetDevice
 #define gpuMemGetInfo hipMemGetInfo
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
 #define gpuMalloc hipMalloc
 #define gpuFree hipFree
 #define gpuMemcpyAsync hipMemcpyAsync
@@ -59,6 +60,7 @@ using gpuDeviceProp_t = cudaDeviceProp;
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuSetDevice cudaSetDevice
 #define gpuMemGetInfo cudaMemGetInfo
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
 #define gpuMemcpyAsync cudaMemcpyAsync

@@ -3,10 +3,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/gpu/device_queries.h"
 
 namespace dcu {
 
@@ -16,6 +18,9 @@ struct GpuDeviceInfo {
   std::string arch;          // validated: "gfx906", "sm_90", ...
   size_t total_memory = 0;   // bytes
   size_t free_memory = 0;    // bytes, when listed
+  // Why the runtime's two memory answers cannot both be right (memory_disagreement), else nullopt:
+  // then no budget can be derived from total_memory and free_memory.
+  std::optional<std::string> memory_problem;
 };
 
 struct GpuBackendOptions {
@@ -57,7 +62,11 @@ inline GpuBackendOptions gpu_options_for_dtype(const std::string& dtype, int log
   return o;
 }
 
+// Devices with validated architecture names (a garbage answer is asked again, then "unknown").
 std::vector<GpuDeviceInfo> list_gpu_devices();
+// Every device as the runtime answers, unvalidated (`dcuserve doctor` shows what it said).
+std::vector<GpuDeviceQuery> query_gpu_devices();
+GpuPeerLink query_gpu_peer_link(int a, int b);
 std::unique_ptr<Backend> make_gpu_backend(int device_index, const GpuBackendOptions& options = {});
 
 }  // namespace dcu
