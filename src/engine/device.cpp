@@ -3,17 +3,22 @@
 #include "backend/gpu_backend_api.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/cache_plan.h"
 
 namespace dcu {
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype,
-                                      const std::string& matmul_precision) {
+void check_backend_flags(const std::string& dtype, const std::string& matmul_precision) {
   if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16" && dtype != "float32")
     fail("--dtype \"{}\": choose auto, bfloat16, float16 or float32", dtype);
   if (matmul_precision != "high" && matmul_precision != "medium")
     fail("--matmul-precision \"{}\": choose high or medium", matmul_precision);
   if (matmul_precision == "medium" && dtype == "float32")
     fail("--matmul-precision medium rounds activations to 16 bits; it needs a 16-bit --dtype, not {}", dtype);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype,
+                                      const std::string& matmul_precision) {
+  check_backend_flags(dtype, matmul_precision);
   if (device == "cpu") return make_cpu_backend();
   if (device == "auto") {
     if (gpu_backend_compiled() && int(list_gpu_devices().size()) > device_index)
@@ -34,6 +39,20 @@ std::optional<GpuDeviceInfo> gpu_info(const Backend& backend, int device_index) 
   auto devices = list_gpu_devices();
   if (device_index >= int(devices.size())) return std::nullopt;
   return devices[size_t(device_index)];
+}
+
+size_t gpu_cache_budget(const GpuDeviceInfo& gpu, double gpu_memory_utilization, size_t scratch_bytes) {
+  if (gpu.memory_problem)
+    fail("GPU {} ({}): {}, so no KV-cache budget can be derived from its memory; give one with "
+         "--kv-cache-memory-bytes",
+         gpu.index, gpu.name, *gpu.memory_problem);
+  const double usable = double(gpu.total_memory) * gpu_memory_utilization;
+  const double used = double(gpu.total_memory - gpu.free_memory) + double(scratch_bytes);
+  if (usable <= used)
+    fail("--gpu-memory-utilization {} allows {} on {} but weights and scratch already take {}; raise it or use "
+         "more GPUs (--tensor-parallel-size)",
+         gpu_memory_utilization, format_bytes(usable), gpu.name, format_bytes(used));
+  return size_t(usable - used);
 }
 
 }  // namespace dcu

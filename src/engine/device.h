@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/gpu/gpu_backend.h"
+#include "core/error.h"
 
 namespace dcu {
 
@@ -18,7 +19,30 @@ namespace dcu {
 std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0,
                                       const std::string& dtype = "auto", const std::string& matmul_precision = "high");
 
-// Total and free memory of the GPU behind `backend`; nullopt for the CPU.
+// Throws dcu::Error for a --dtype or --matmul-precision make_backend would refuse (before any device).
+void check_backend_flags(const std::string& dtype, const std::string& matmul_precision);
+
+// Total and free memory of the GPU behind `backend`; nullopt for the CPU. Its memory_problem says when
+// the two memory queries disagree (no budget can be derived then).
 std::optional<GpuDeviceInfo> gpu_info(const Backend& backend, int device_index = 0);
+
+// Bytes for KV pages and state slots on `gpu` (weights already loaded): total * utilization less what
+// is in use (total - free) and `scratch_bytes`. Throws dcu::Error naming the GPU when its two memory
+// queries disagree (memory_problem) or nothing is left.
+size_t gpu_cache_budget(const GpuDeviceInfo& gpu, double gpu_memory_utilization, size_t scratch_bytes);
+
+// The last line of an error from setting up GPUs (runtime, libraries, memory, communicators).
+inline constexpr const char* kDoctorHint = "run `dcuserve doctor` for a full check of this machine's GPUs and libraries";
+
+// Runs one GPU start-up step; a dcu::Error it throws is rethrown with kDoctorHint as its last line.
+template <typename F> decltype(auto) with_doctor_hint(F&& step) {
+  try {
+    return step();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.ends_with(kDoctorHint)) throw;
+    throw Error(what + "\n" + kDoctorHint);
+  }
+}
 
 }  // namespace dcu

@@ -50,16 +50,15 @@ size_t cache_budget_of(const EngineOptions& o, const Backend& backend, size_t sc
     if (*o.kv_cache_memory_bytes <= 0) fail("--kv-cache-memory-bytes must be positive");
     return size_t(*o.kv_cache_memory_bytes);
   }
-  if (auto gpu = gpu_info(backend, device_index)) {
-    const double usable = double(gpu->total_memory) * o.gpu_memory_utilization;
-    const double used = double(gpu->total_memory - gpu->free_memory) + double(scratch_bytes);
-    if (usable <= used)
-      fail("--gpu-memory-utilization {} allows {} on {} but weights and scratch already take {}; raise it or use "
-           "more GPUs (--tensor-parallel-size)",
-           o.gpu_memory_utilization, format_bytes(usable), gpu->name, format_bytes(used));
-    return size_t(usable - used);
-  }
+  if (auto gpu = gpu_info(backend, device_index)) return gpu_cache_budget(*gpu, o.gpu_memory_utilization, scratch_bytes);
   return std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory()) * 0.5));
+}
+
+// A start-up step that may touch GPUs: its errors end with the hint to run `dcuserve doctor`, unless
+// --device cpu keeps GPUs out of it.
+template <typename F> decltype(auto) on_devices(const EngineOptions& o, F&& step) {
+  if (o.device == "cpu") return step();
+  return with_doctor_hint(std::forward<F>(step));
 }
 
 // One backend per local rank, all CPUs or all GPUs (GPU i for local rank i).
@@ -99,6 +98,10 @@ void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const 
   for (size_t r = 0; r < backends.size(); ++r) {
     auto gpu = gpu_info(*backends[r], int(r));
     if (!gpu) return;
+    if (gpu->memory_problem) {
+      log::warn("GPU {} ({}): {}; not checking that the weights fit", gpu->index, gpu->name, *gpu->memory_problem);
+      continue;
+    }
     const double usable = double(gpu->total_memory) * o.gpu_memory_utilization -
                           double(gpu->total_memory - gpu->free_memory);
     if (weight_bytes / tp <= usable) continue;
@@ -158,7 +161,8 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
   const QuantMethod shipped = o.random_weights ? QuantMethod::None : load_quantization_config(o.model_dir).method;
   quantize_ = load_time_quantization(o.quantization, shipped);
   const int local_ranks = o.tensor_parallel_size / o.nnodes;
-  backends_ = make_rank_backends(o, local_ranks);
+  check_backend_flags(o.dtype, o.matmul_precision);
+  backends_ = on_devices(o, [&] { return make_rank_backends(o, local_ranks); });
   const bool gpu = backends_[0]->kind() != DeviceKind::Cpu;
   if (o.nnodes > 1 && !make_communicators_ && !(gpu && nccl_compiled()))
     fail("--nnodes {}: the ranks of several hosts meet through NCCL (CUDA) or RCCL (HIP); {}", o.nnodes,
@@ -167,7 +171,7 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
     fail("--speculative-config: {} has no MTP block (mtp_num_hidden_layers is 0 or missing in config.json), "
          "so it cannot draft tokens; serve it without --speculative-config",
          o.model_dir);
-  check_weights_fit(o, config_, backends_, loaded_weight_bytes(o, config_, shipped, quantize_));
+  on_devices(o, [&] { check_weights_fit(o, config_, backends_, loaded_weight_bytes(o, config_, shipped, quantize_)); });
   for (int r = 0; r < local_ranks; ++r)
     plans_.push_back(shard_plan(config_, o.node_rank * local_ranks + r, o.tensor_parallel_size));
   local_config_ = dcu::local_config(config_, plans_[0]);
@@ -201,7 +205,7 @@ void LocalRanks::make_communicators(std::vector<NodeLink>& links) {
       g.share_id = [&links, node_rank = options_.node_rank](const std::vector<char>& id) {
         return share_from_node0(links, node_rank, id);
       };
-    comms_ = make_nccl_communicators(g, raw);
+    comms_ = with_doctor_hint([&] { return make_nccl_communicators(g, raw); });
   } else {
     if (gpu) log::warn("this build has no NCCL/RCCL: tensor-parallel collectives go through host memory (slow)");
     comms_ = make_in_process_communicators(raw);
@@ -244,7 +248,8 @@ size_t LocalRanks::cache_budget(const StepCapacity& capacity) const {
   // Every rank holds the same blocks and slots, so the smallest budget decides; CPU ranks share one host.
   size_t budget = SIZE_MAX;
   for (int r = 0; r < size(); ++r)
-    budget = std::min(budget, cache_budget_of(options_, *backends_[size_t(r)], scratch, r) / (cpu ? size_t(size()) : 1));
+    budget = std::min(budget, on_devices(options_, [&] { return cache_budget_of(options_, *backends_[size_t(r)], scratch, r); }) /
+                                  (cpu ? size_t(size()) : 1));
   return budget;
 }
 
