@@ -15,6 +15,7 @@ void add_generate_command(CLI::App& app);  // generate_command.cpp
 void add_bench_command(CLI::App& app);     // bench_command.cpp
 void add_info_command(CLI::App& app);      // info_command.cpp
 void add_tokenize_command(CLI::App& app);  // tokenize_command.cpp
+void add_doctor_command(CLI::App& app);    // doctor_command.cpp
 
 // --matmul-precision, shared by serve, generate and bench.
 inline constexpr const char* kMatmulPrecisionHelp =

@@ -1,4 +1,4 @@
-// dcuserve: serve | generate | bench | info | tokenize
+// dcuserve: serve | generate | bench | info | tokenize | doctor
 
 #include <cstdio>
 
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   dcu::add_bench_command(app);
   dcu::add_info_command(app);
   dcu::add_tokenize_command(app);
+  dcu::add_doctor_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
