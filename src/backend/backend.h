@@ -30,9 +30,16 @@ struct RopeParams {
 
 // Paged KV cache of one attention layer.
 struct PagedKv {
+  PagedKv() = default;
+  PagedKv(Tensor k_, Tensor v_, int block_size_, Tensor k_scale_ = {}, Tensor v_scale_ = {})
+      : k(k_), v(v_), block_size(block_size_), k_scale(k_scale_), v_scale(v_scale_) {}
   Tensor k;             // [num_blocks, block_size, nkv, d]
   Tensor v;             // [num_blocks, block_size, nkv, d]
   int block_size = 0;
+  // An 8-bit cache (k, v I8: --kv-cache-dtype int8): element = code * scale, one f32 scale per written
+  // (token, KV head), max |x| / 127 of that head's row. Empty for 16- and 32-bit caches.
+  Tensor k_scale;       // [num_blocks, block_size, nkv] f32
+  Tensor v_scale;       // [num_blocks, block_size, nkv] f32
 };
 
 // Per-sequence Gated DeltaNet state of one layer, indexed by state slot.

@@ -14,7 +14,7 @@ struct CacheShape {
   int num_blocks = 0;      // KV pages per attention layer
   int block_size = 16;     // tokens per page
   int num_state_slots = 0; // GDN states held at once (a speculating sequence holds 1 + k)
-  DType kv_dtype = DType::F32;
+  DType kv_dtype = DType::F32;  // F32, F16, BF16, or I8 (codes plus per-token, per-head f32 scales)
   int draft_layers = 0;    // paged KV caches for the MTP block's attention layers, after the model's
 };
 

@@ -22,7 +22,7 @@ namespace {
 
 struct BenchArgs {
   std::string model, random_weights, device = "auto", dtype = "auto", matmul_precision = "high";
-  std::string quantization = "none";
+  std::string quantization = "none", kv_cache_dtype = "auto";
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
   int decode_steps = 8, repeats = 3, tensor_parallel_size = 1, num_speculative_tokens = 0;
   uint64_t seed = 0;
@@ -103,6 +103,7 @@ void run_bench(const BenchArgs& a) {
   o.repeats = a.repeats;
   o.enforce_eager = a.enforce_eager;
   o.speculative_tokens = a.num_speculative_tokens;
+  o.kv_dtype = kv_cache_dtype(backend->kind(), a.dtype, a.kv_cache_dtype);
   std::printf("model: %s (%.3fB parameters), device: %s%s\n", what.c_str(), double(config.parameter_count()) / 1e9,
               backend->name().c_str(),
               tp > 1 ? fmt::format(" x {} ranks ({})", tp, comms[0]->name()).c_str() : "");
@@ -156,6 +157,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember(kQuantizationChoices));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
+  cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype, kKvCacheDtypeHelp)
+      ->check(CLI::IsMember(kKvCacheDtypeChoices));
   cmd->add_option("--prompt-len", args->prompt_lens, "Prefill lengths, comma separated");
   cmd->add_option("--batch", args->batches, "Decode batch sizes, comma separated");
   cmd->add_option("--context", args->contexts, "Cached tokens before each decode step, comma separated");

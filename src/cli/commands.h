@@ -22,6 +22,12 @@ inline constexpr const char* kMatmulPrecisionHelp =
     "high | medium (GPU, 16-bit --dtype: tensor-core matmuls take the activations as hi + lo 16-bit parts, "
     "or rounded to one: faster prefill, the precision of vLLM and llama.cpp)";
 
+// --kv-cache-dtype, shared by serve, generate and bench (engine/device.h kv_cache_dtype).
+inline const std::vector<std::string> kKvCacheDtypeChoices = {"auto", "int8", "fp8", "fp8_e4m3"};
+inline constexpr const char* kKvCacheDtypeHelp =
+    "auto | int8: 8-bit KV cache (int8 codes, one scale per token and KV head: half the bytes of bf16). "
+    "fp8 and fp8_e4m3 (vLLM's names) give the same int8 cache";
+
 // --quantization, shared by serve, generate and bench (model/quantize.h load_time_quantization says
 // what each value does).
 inline const std::vector<std::string> kQuantizationChoices = {

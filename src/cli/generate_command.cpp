@@ -25,6 +25,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, device = "auto", dtype = "auto", matmul_precision = "high";
+  std::string kv_cache_dtype = "auto";
   std::string quantization = "none";
   int num_speculative_tokens = 0;
   int max_tokens = 64;
@@ -73,6 +74,7 @@ void run_generate(const GenerateArgs& a) {
   opts.device = a.device;
   opts.dtype = a.dtype;
   opts.matmul_precision = a.matmul_precision;
+  opts.kv_cache_dtype = a.kv_cache_dtype;
   opts.quantization = a.quantization;
   opts.num_speculative_tokens = a.num_speculative_tokens;
   opts.max_num_seqs = 1;
@@ -168,6 +170,8 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
   cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember(kQuantizationChoices));
   add_speculative_config_option(cmd, args->num_speculative_tokens);
+  cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype, kKvCacheDtypeHelp)
+      ->check(CLI::IsMember(kKvCacheDtypeChoices));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,

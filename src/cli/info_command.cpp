@@ -58,12 +58,13 @@ void print_model(const ModelConfig& c, const std::string& source, double weight_
               c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim, c.linear_conv_kernel);
   std::printf("mlp / vocab:         %lld / %lld, tied embeddings: %s\n", (long long)c.intermediate_size,
               (long long)c.vocab_size, c.tie_word_embeddings ? "yes" : "no");
-  const double kv16 = double(c.kv_bytes_per_token(2)), kv32 = double(c.kv_bytes_per_token(4));
+  const double kv16 = double(c.kv_bytes_per_token(DType::BF16)), kv32 = double(c.kv_bytes_per_token(DType::F32));
+  const double kv8 = double(c.kv_bytes_per_token(DType::I8));
   const double state = double(c.state_bytes_per_sequence(4));
   std::printf("tensor-parallel:     %s (the sizes that divide its heads and widths)\n",
               fmt::format("{}", fmt::join(valid_tensor_parallel_sizes(c, 64), ", ")).c_str());
-  std::printf("KV cache per token:  %s (bf16/f16), %s (f32, CPU backend)\n", format_bytes(kv16).c_str(),
-              format_bytes(kv32).c_str());
+  std::printf("KV cache per token:  %s (bf16/f16), %s (int8, --kv-cache-dtype int8), %s (f32, CPU backend)\n",
+              format_bytes(kv16).c_str(), format_bytes(kv8).c_str(), format_bytes(kv32).c_str());
   std::printf("GDN state per seq:   %s (f32)\n", format_bytes(state).c_str());
   std::printf("one sequence of %d tokens: %s (bf16 KV) + weights\n", max_model_len,
               format_bytes(state + kv16 * max_model_len).c_str());

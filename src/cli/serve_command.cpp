@@ -118,6 +118,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--quantization,-q", a->engine.quantization, kQuantizationHelp)
       ->check(CLI::IsMember(kQuantizationChoices))
       ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", a->engine.kv_cache_dtype, kKvCacheDtypeHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember(kKvCacheDtypeChoices));
   cmd->add_option("--matmul-precision", a->engine.matmul_precision, kMatmulPrecisionHelp)
       ->capture_default_str()->check(CLI::IsMember({"high", "medium"}));
   cmd->add_option("--max-model-len", a->engine.max_model_len, "Context length (default: the model's)")

@@ -16,6 +16,13 @@ void check_backend_flags(const std::string& dtype, const std::string& matmul_pre
     fail("--matmul-precision medium rounds activations to 16 bits; it needs a 16-bit --dtype, not {}", dtype);
 }
 
+DType kv_cache_dtype(DeviceKind device, const std::string& dtype, const std::string& kv_cache_dtype) {
+  if (kv_cache_dtype == "int8" || kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3") return DType::I8;
+  if (kv_cache_dtype != "auto") fail("--kv-cache-dtype \"{}\": choose auto or int8 (fp8, fp8_e4m3: the same)", kv_cache_dtype);
+  if (device == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention computes in f32
+  return dtype == "float16" ? DType::F16 : DType::BF16;
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype,
                                       const std::string& matmul_precision) {
   check_backend_flags(dtype, matmul_precision);

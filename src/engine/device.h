@@ -22,6 +22,12 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int device_inde
 // Throws dcu::Error for a --dtype or --matmul-precision make_backend would refuse (before any device).
 void check_backend_flags(const std::string& dtype, const std::string& matmul_precision);
 
+// The KV cache's element type. --kv-cache-dtype int8 (also vLLM's fp8 and fp8_e4m3: the same 8-bit cache,
+// stored as int8 codes with one scale per token and KV head) gives I8 on every backend; auto gives what
+// the attention reads at the run's precision: f32 on the CPU and with --dtype float32, f16 with
+// --dtype float16, else bf16. Throws dcu::Error for other names.
+DType kv_cache_dtype(DeviceKind device, const std::string& dtype, const std::string& kv_cache_dtype);
+
 // Total and free memory of the GPU behind `backend`; nullopt for the CPU. Its memory_problem says when
 // the two memory queries disagree (no budget can be derived then).
 std::optional<GpuDeviceInfo> gpu_info(const Backend& backend, int device_index = 0);

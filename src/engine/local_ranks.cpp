@@ -162,6 +162,7 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
   quantize_ = load_time_quantization(o.quantization, shipped);
   const int local_ranks = o.tensor_parallel_size / o.nnodes;
   check_backend_flags(o.dtype, o.matmul_precision);
+  (void)kv_cache_dtype(DeviceKind::Cpu, o.dtype, o.kv_cache_dtype);  // a bad name fails before any loading
   backends_ = on_devices(o, [&] { return make_rank_backends(o, local_ranks); });
   const bool gpu = backends_[0]->kind() != DeviceKind::Cpu;
   if (o.nnodes > 1 && !make_communicators_ && !(gpu && nccl_compiled()))
@@ -178,10 +179,7 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
 }
 
 DType LocalRanks::kv_dtype() const {
-  const std::string& dtype = options_.dtype;
-  if (backends_[0]->kind() == DeviceKind::Cpu || dtype == "float32") return DType::F32;  // the CPU attention reads f32
-  if (dtype == "float16") return DType::F16;
-  return DType::BF16;
+  return kv_cache_dtype(backends_[0]->kind(), options_.dtype, options_.kv_cache_dtype);
 }
 
 NodeSettings LocalRanks::settings(const StepCapacity& capacity) const {
@@ -257,9 +255,11 @@ ModelInstance LocalRanks::finish(const CacheShape& shape, const StepCapacity& ca
   DCU_CHECK(int(weights_.size()) == size());
   const int tp = options_.tensor_parallel_size;
   const int per_seq = 1 + options_.num_speculative_tokens;
-  log::info("cache: {} KV pages of {} tokens ({} tokens{}), {} GDN state slots ({} per sequence), {}{}",
+  log::info("cache: {} KV pages of {} tokens ({} tokens{}, {} KV), {} GDN state slots ({} per sequence), {}{}",
             shape.num_blocks, shape.block_size, int64_t(shape.num_blocks) * shape.block_size,
-            shape.draft_layers ? ", the MTP block's layer included" : "", shape.num_state_slots, per_seq,
+            shape.draft_layers ? ", the MTP block's layer included" : "",
+            shape.kv_dtype == DType::I8 ? std::string("int8") : std::string(dtype_name(shape.kv_dtype)),
+            shape.num_state_slots, per_seq,
             format_bytes(double(CacheStorage::bytes_needed(local_config_, shape))), tp > 1 ? " per rank" : "");
   ModelInstance model;
   model.ranks.resize(size_t(size()));

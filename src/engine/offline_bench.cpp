@@ -118,7 +118,7 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
   shape.block_size = block_size;
   shape.num_state_slots = max_batch * (1 + k);  // sequence s reads slot s; its verify rows keep theirs after
   shape.num_blocks = blocks_per_seq * max_batch;
-  shape.kv_dtype = DType::F32;
+  shape.kv_dtype = o.kv_dtype;
   shape.draft_layers = k > 0 ? 1 : 0;
   std::vector<std::unique_ptr<BenchCommunicator>> comms;
   if (P > 1)
@@ -247,7 +247,7 @@ BenchReport run_offline_bench(std::vector<BenchRank> ranks, const ModelConfig& c
   // Decode: every sequence adds one token at `context` cached tokens (cache contents do not change
   // the work done).
   const double state_bytes = double(local.state_bytes_per_sequence(4));
-  const double kv_token_bytes = double(local.kv_bytes_per_token(int(dtype_size(shape.kv_dtype))));
+  const double kv_token_bytes = double(local.kv_bytes_per_token(shape.kv_dtype));
   for (int context : o.contexts)
     for (int batch : o.batches) {
       std::vector<int32_t> token(size_t(batch), 1);

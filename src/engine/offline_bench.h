@@ -20,6 +20,7 @@ struct BenchOptions {
   int repeats = 3;                    // best of
   bool enforce_eager = false;         // no CUDA/HIP graphs for decode steps
   int speculative_tokens = 0;         // k > 0: also time speculative rounds (the weights carry an MTP block)
+  DType kv_dtype = DType::F32;        // the KV cache's (engine/device.h kv_cache_dtype)
 };
 
 // Speculative decoding at one batch and context, with k drafts per sequence. Random weights draw the

@@ -76,8 +76,9 @@ int64_t ModelConfig::parameter_count() const {
   return total;
 }
 
-int64_t ModelConfig::kv_bytes_per_token(int bytes_per_element) const {
-  return int64_t(num_full_attention_layers()) * 2 * num_kv_heads * head_dim * bytes_per_element;
+int64_t ModelConfig::kv_bytes_per_token(DType kv_dtype) const {
+  const int64_t scales = kv_dtype == DType::I8 ? int64_t(num_kv_heads) * sizeof(float) : 0;
+  return int64_t(num_full_attention_layers()) * 2 * (int64_t(num_kv_heads) * head_dim * dtype_size(kv_dtype) + scales);
 }
 
 int64_t ModelConfig::state_bytes_per_sequence(int conv_bytes_per_element) const {

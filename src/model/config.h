@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace dcu {
 
 enum class LayerType { LinearAttention, FullAttention };
@@ -48,8 +50,9 @@ struct ModelConfig {
 
   // Parameters of the text model (embeddings, layers, final norm, lm_head if untied).
   int64_t parameter_count() const;
-  // Bytes of KV cache per token (all attention layers, K and V) at `bytes_per_element`.
-  int64_t kv_bytes_per_token(int bytes_per_element) const;
+  // Bytes of KV cache per token (all attention layers, K and V) in `kv_dtype` (I8: codes plus one f32
+  // scale per KV head).
+  int64_t kv_bytes_per_token(DType kv_dtype) const;
   // Bytes of GDN state per sequence: fp32 recurrent state plus the conv window.
   int64_t state_bytes_per_sequence(int conv_bytes_per_element) const;
 

@@ -1,13 +1,16 @@
 // The CPU backend's tiled paged attention (the reference every GPU attention kernel is tested against)
 // against the textbook formula written out here: softmax(q . K^T * scale) . V over positions 0..p,
 // with pages in shuffled order, GQA groups of 1-6, several sequences per step, chunked prefill
-// (rows continuing a cached prefix), decode rows, and contexts longer than one key block.
+// (rows continuing a cached prefix), decode rows, and contexts longer than one key block; and the 8-bit
+// cache (--kv-cache-dtype int8): written by kv_cache_write, each value within half a step of its row's
+// scale, attended as codes times scales.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "backend/backend.h"
 
@@ -19,7 +22,7 @@ struct Case {
   std::vector<std::pair<int, int>> seqs;  // (tokens cached before the step, rows in the step)
 };
 
-void expect_matches_formula(const Case& c, uint64_t seed) {
+void expect_matches_formula(const Case& c, uint64_t seed, bool int8_cache = false) {
   auto cpu = make_cpu_backend();
   std::mt19937 rng{uint32_t(seed)};
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -60,6 +63,29 @@ void expect_matches_formula(const Case& c, uint64_t seed) {
   for (float& x : q) x = normal(rng);
   PagedKv cache{Tensor(k.data(), DType::F32, {blocks_needed, c.block_size, c.nkv, c.d}),
                 Tensor(v.data(), DType::F32, {blocks_needed, c.block_size, c.nkv, c.d}), c.block_size};
+  const int64_t slots = int64_t(blocks_needed) * c.block_size;
+  std::vector<int8_t> k8(k.size()), v8(v.size());
+  std::vector<float> k_scale(size_t(slots) * c.nkv), v_scale(k_scale.size());
+  if (int8_cache) {  // every slot written through kv_cache_write; the formula then sees what it decodes to
+    PagedKv q8{Tensor(k8.data(), DType::I8, {blocks_needed, c.block_size, c.nkv, c.d}),
+               Tensor(v8.data(), DType::I8, {blocks_needed, c.block_size, c.nkv, c.d}), c.block_size,
+               Tensor(k_scale.data(), DType::F32, {blocks_needed, c.block_size, c.nkv}),
+               Tensor(v_scale.data(), DType::F32, {blocks_needed, c.block_size, c.nkv})};
+    BatchHost fill;
+    for (int64_t i = 0; i < slots; ++i) fill.slot_mapping.push_back(int32_t(i));
+    BatchLayout fill_layout;
+    fill_layout.host = &fill;
+    fill_layout.slot_mapping = fill.slot_mapping.data();
+    cpu->kv_cache_write(Tensor(k.data(), DType::F32, {slots, c.nkv, c.d}), Tensor(v.data(), DType::F32, {slots, c.nkv, c.d}),
+                        fill_layout, q8);
+    for (auto [codes, scales, values] : {std::tuple{&k8, &k_scale, &k}, std::tuple{&v8, &v_scale, &v}})
+      for (size_t i = 0; i < values->size(); ++i) {
+        const float decoded = float((*codes)[i]) * (*scales)[i / size_t(c.d)];
+        ASSERT_LE(std::fabs(decoded - (*values)[i]), 0.5f * (*scales)[i / size_t(c.d)] * 1.0001f) << "element " << i;
+        (*values)[i] = decoded;
+      }
+    cache = q8;
+  }
   const float scale = 1.0f / std::sqrt(float(c.d));
   cpu->paged_attention(Tensor(q.data(), DType::F32, {T, c.nh, c.d}), cache, layout, scale,
                        Tensor(out.data(), DType::F32, {T, c.nh, c.d}));
@@ -98,6 +124,11 @@ TEST(CpuAttention, MatchesTheFormula) {
   expect_matches_formula({6, 1, 32, 8, {{0, 130}, {129, 1}}}, 2);          // group of 6, tiles and blocks unaligned
   expect_matches_formula({2, 2, 128, 16, {{1000, 17}, {0, 1}}}, 3);        // group of 1
   expect_matches_formula({24, 4, 256, 16, {{4090, 3}}}, 4);                // the 27B's head layout
+}
+
+TEST(CpuAttention, Int8CacheMatchesTheFormulaOnItsDecodedValues) {
+  expect_matches_formula({4, 2, 64, 16, {{0, 37}, {70, 21}, {300, 1}, {5, 1}}}, 5, true);
+  expect_matches_formula({24, 4, 256, 16, {{4090, 3}}}, 6, true);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ test('serve logs the weights read, the cache and the start-up time, as vLLM-styl
   assert.deepEqual(await server.stop(), { code: 0, signal: null });
   const line = (message) => new RegExp(`^INFO \\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d ${message}$`, 'm');
   assert.match(log, line('weights: \\d+\\.\\d\\d GB read in \\d+\\.\\d\\d s \\(\\d+\\.\\d\\d GB/s\\)'));
-  assert.match(log, line('cache: \\d+ KV pages of 16 tokens \\(\\d+ tokens\\), \\d+ GDN state slots \\(1 per sequence\\), \\S+ [KMG]iB'));
+  assert.match(log, line('cache: \\d+ KV pages of 16 tokens \\(\\d+ tokens, F32 KV\\), \\d+ GDN state slots \\(1 per sequence\\), \\S+ [KMG]iB'));
   assert.match(log, line('serving demo .* on http://127\\.0\\.0\\.1:\\d+; start-up took \\d+\\.\\d\\d s'));
   assert.doesNotMatch(log, /\r/);  // a pipe gets plain lines, no progress bar
 });

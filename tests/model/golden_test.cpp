@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
 #include "support/model_fixture.h"
 
 namespace dcu::testing {
@@ -36,6 +40,37 @@ TEST_P(GoldenTest, GreedyContinuationsMatchReference) {
   const std::string dir = GetParam();
   LoadedModel model(dir);
   for (const ReferenceCase& c : reference_cases(dir)) EXPECT_EQ(model.greedy(c.ids, c.greedy.size()), c.greedy) << c.key;
+}
+
+// --kv-cache-dtype int8 on the demo model: every prefill logit within kInt8LogitTolerance of the
+// reference (measured worst 0.141, the largest |logit| 32.2: docs/KV_CACHE.md), the same top
+// token at every prefill position whose reference top-2 gap exceeds twice that tolerance, and the same
+// greedy continuations (each decode step reading the 8-bit cache of all earlier ones).
+constexpr float kInt8LogitTolerance = 0.25f;
+TEST(GoldenInt8KvCache, DemoModelKeepsItsLogitsAndGreedyAnswers) {
+  const std::string dir = "models/dcuserve-demo";
+  LoadedModel model(dir, 1024, 512, 8, make_cpu_backend(), {}, DType::I8);
+  Reference ref(dir + "/reference.safetensors");
+  const size_t V = size_t(model.config.vocab_size);
+  float worst = 0, span = 0;
+  for (const ReferenceCase& c : reference_cases(dir)) {
+    std::vector<float> expected = ref.floats(c.key + ".logits");
+    auto seq = model.start_sequence(c.ids);
+    std::vector<float> logits = model.step({{&seq, int(c.ids.size())}}, true);
+    model.finish_sequence(seq);
+    ASSERT_EQ(logits.size(), expected.size());
+    worst = std::max(worst, max_abs_diff(logits.data(), expected.data(), logits.size()));
+    for (float x : expected) span = std::max(span, std::fabs(x));
+    for (size_t row = 0; row < c.ids.size(); ++row) {
+      std::vector<float> top(expected.begin() + long(row * V), expected.begin() + long((row + 1) * V));
+      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<>());
+      if (top[0] - top[1] > 2 * kInt8LogitTolerance)
+        EXPECT_EQ(argmax(&logits[row * V], int64_t(V)), argmax(&expected[row * V], int64_t(V))) << c.key << " row " << row;
+    }
+    EXPECT_EQ(model.greedy(c.ids, c.greedy.size()), c.greedy) << c.key;
+  }
+  std::printf("int8 KV cache: worst prefill logit difference %.4f (largest |logit| %.2f)\n", worst, span);
+  EXPECT_LT(worst, kInt8LogitTolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, ::testing::Values("tests/data/tiny-qwen35", "models/dcuserve-demo"),

@@ -207,7 +207,8 @@ TEST(ModelConfig, BuiltinFamilyParameterCounts) {
   // Published sizes: 27B has ~26.9B text parameters (no vision, no MTP); 0.8B ~0.75B.
   EXPECT_NEAR(double(builtin_config("27B")->parameter_count()) / 1e9, 26.9, 0.3);
   EXPECT_NEAR(double(builtin_config("0.8B")->parameter_count()) / 1e9, 0.75, 0.06);
-  EXPECT_EQ(builtin_config("27B")->kv_bytes_per_token(2), 64 * 1024);  // spec §4.4
+  EXPECT_EQ(builtin_config("27B")->kv_bytes_per_token(DType::BF16), 64 * 1024);  // spec §4.4
+  EXPECT_EQ(builtin_config("27B")->kv_bytes_per_token(DType::I8), 32 * 1024 + 16 * 2 * 4 * 4);  // + scales
   EXPECT_FALSE(builtin_config("3B").has_value());
 }
 

@@ -86,13 +86,14 @@ std::vector<int32_t> SteppedModel::greedy(const std::vector<int32_t>& prompt, si
 }
 
 LoadedModel::LoadedModel(const std::string& model_dir, int max_tokens_per_step, int num_blocks, int num_slots,
-                         std::unique_ptr<Backend> be, const WeightOptions& weights)
+                         std::unique_ptr<Backend> be, const WeightOptions& weights, DType kv_dtype)
     : SteppedModel(load_model_config(model_dir), num_blocks, num_slots), backend(std::move(be)) {
   CacheShape shape;
   shape.num_blocks = num_blocks;
   shape.block_size = kBlockSize;
   shape.num_state_slots = num_slots;
   shape.draft_layers = weights.mtp ? 1 : 0;
+  shape.kv_dtype = kv_dtype;
   cache = std::make_unique<CacheStorage>(*backend, config, shape);
   runner = std::make_unique<ModelRunner>(*backend, config, load_weights(model_dir, config, *backend, shard_plan(config, 0, 1), {}, weights), *cache,
                                          max_tokens_per_step);

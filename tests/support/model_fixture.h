@@ -77,7 +77,7 @@ class LoadedModel final : public SteppedModel {
  public:
   explicit LoadedModel(const std::string& model_dir, int max_tokens_per_step = 1024, int num_blocks = 512,
                        int slots = 8, std::unique_ptr<Backend> backend = make_cpu_backend(),
-                       const WeightOptions& weights = {});
+                       const WeightOptions& weights = {}, DType kv_dtype = DType::F32);
 
   std::unique_ptr<Backend> backend;
   std::unique_ptr<CacheStorage> cache;

@@ -39,8 +39,13 @@ void rope_head(float* x, int pos, const std::vector<float>& inv_freq) {
   }
 }
 
-const float* cache_row(const Tensor& cache, int64_t slot, int64_t row_elems) {
-  return cache.as<float>() + slot * row_elems;
+// One head's row [d] into the 8-bit cache: codes round(x / scale), scale = max |x| / 127 (0 for a zero row).
+void quantize_row(const float* x, int d, int8_t* codes, float* scale) {
+  float amax = 0.0f;
+  for (int i = 0; i < d; ++i) amax = std::max(amax, std::fabs(x[i]));
+  *scale = amax / 127.0f;
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  for (int i = 0; i < d; ++i) codes[i] = int8_t(std::lrint(std::clamp(x[i] * inv, -127.0f, 127.0f)));
 }
 
 }  // namespace
@@ -75,8 +80,22 @@ void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tens
 }
 
 void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache) {
-  DCU_CHECK(cache.k.dtype == DType::F32 && cache.v.dtype == DType::F32);
   const int64_t T = k.dim(0), row = k.numel() / T;
+  if (cache.k.dtype == DType::I8) {
+    DCU_CHECK(cache.v.dtype == DType::I8 && cache.k_scale.numel() * cache.k.dim(3) == cache.k.numel());
+    const int nkv = int(cache.k.dim(2)), d = int(cache.k.dim(3));
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t slot = batch.slot_mapping[t];
+      for (int h = 0; h < nkv; ++h) {
+        quantize_row(k.as<float>() + t * row + h * d, d, cache.k.as<int8_t>() + slot * row + h * d,
+                     cache.k_scale.as<float>() + slot * nkv + h);
+        quantize_row(v.as<float>() + t * row + h * d, d, cache.v.as<int8_t>() + slot * row + h * d,
+                     cache.v_scale.as<float>() + slot * nkv + h);
+      }
+    }
+    return;
+  }
+  DCU_CHECK(cache.k.dtype == DType::F32 && cache.v.dtype == DType::F32);
   for (int64_t t = 0; t < T; ++t) {
     int64_t slot = batch.slot_mapping[t];
     std::memcpy(cache.k.as<float>() + slot * row, k.as<float>() + t * row, size_t(row) * sizeof(float));
@@ -151,6 +170,8 @@ void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& b
   const int group = nh / nkv;
   const int64_t kv_row = int64_t(nkv) * d;
   const BatchHost& host = *batch.host;
+  const bool int8 = cache.k.dtype == DType::I8;
+  DCU_CHECK(int8 || cache.k.dtype == DType::F32);
 
   std::vector<AttentionTile> tiles;
   int64_t work = 0;
@@ -166,6 +187,7 @@ void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& b
     std::vector<OnlineSoftmax> states(size_t(kQueryTile) * group);
     const float* keys[kKeyBlock];
     const float* values[kKeyBlock];
+    std::vector<float> decoded(int8 ? size_t(2) * kKeyBlock * d : 0);  // an 8-bit cache's block, K then V
 #pragma omp for schedule(dynamic, 1)
     for (size_t i = 0; i < tiles.size(); ++i) {
       const AttentionTile tile = tiles[i];
@@ -181,8 +203,19 @@ void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& b
         const int n = std::min(kKeyBlock, last_position + 1 - kb);
         for (int p = 0; p < n; ++p) {
           const int64_t slot = int64_t(blocks[(kb + p) / bs]) * bs + (kb + p) % bs;
-          keys[p] = cache_row(cache.k, slot, kv_row) + tile.kv_head * d;
-          values[p] = cache_row(cache.v, slot, kv_row) + tile.kv_head * d;
+          const int64_t at = slot * kv_row + tile.kv_head * d;
+          if (!int8) {
+            keys[p] = cache.k.as<float>() + at;
+            values[p] = cache.v.as<float>() + at;
+            continue;
+          }
+          float* kd = decoded.data() + int64_t(p) * d;
+          float* vd = kd + int64_t(kKeyBlock) * d;
+          const float ks = cache.k_scale.as<float>()[slot * nkv + tile.kv_head];
+          const float vs = cache.v_scale.as<float>()[slot * nkv + tile.kv_head];
+          for (int e = 0; e < d; ++e) kd[e] = float(cache.k.as<int8_t>()[at + e]) * ks;
+          for (int e = 0; e < d; ++e) vd[e] = float(cache.v.as<int8_t>()[at + e]) * vs;
+          keys[p] = kd, values[p] = vd;
         }
         for (int j = 0; j < nq; ++j) {
           const int row = tile.row_begin + j / group;

@@ -64,6 +64,23 @@ __global__ void kv_write_kernel(const float* k, const float* v, const int32_t* s
   }
 }
 
+// An 8-bit cache: grid (T, nkv, 2: K and V), one logical warp; codes round(x / scale) with
+// scale = max |x| / 127 of the (token, head) row, as the CPU backend writes them.
+template <int Lanes>
+__global__ void kv_write_int8_kernel(const float* k, const float* v, const int32_t* slots, int8_t* kc, int8_t* vc,
+                                     float* ks, float* vs, int nkv, int d) {
+  start_after_previous_kernel();
+  const int64_t t = blockIdx.x, h = blockIdx.y, slot = slots[t];
+  const float* x = (blockIdx.z == 0 ? k : v) + (t * nkv + h) * d;
+  int8_t* codes = (blockIdx.z == 0 ? kc : vc) + (slot * nkv + h) * d;
+  float amax = 0.0f;
+  for (int i = threadIdx.x; i < d; i += Lanes) amax = fmaxf(amax, fabsf(x[i]));
+  amax = warp_max<Lanes>(amax);
+  if (threadIdx.x == 0) (blockIdx.z == 0 ? ks : vs)[slot * nkv + h] = amax / 127.0f;
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  for (int i = threadIdx.x; i < d; i += Lanes) codes[i] = int8_t(rintf(fminf(fmaxf(x[i] * inv, -127.0f), 127.0f)));
+}
+
 // Prefill rows (flash-attention style, f32). grid (nkv, ceil(T / bq)), block kAttnThreads. A block
 // takes bq = TQ / G consecutive packed rows and one kv head: their R = bq * G query vectors share
 // every tile of TKV cached positions, loaded once into shared memory. Scores and outputs are register
@@ -117,21 +134,26 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
 #pragma unroll
     for (int i = 0; i < SR; ++i) limit[i] = mine(SR * sy + i) ? a.positions[row_of(SR * sy + i)] : -1;
     float o[RY][4 * VF] = {};
-    // Positions p0 .. p0 + TKV - 1 of `cache` (K or V) for this kv head into kv, zeros past pmax.
-    auto load_tile = [&](const E* cache, int p0) {
+    // Positions p0 .. p0 + TKV - 1 of `cache` (K or V) for this kv head into kv, zeros past pmax; an
+    // 8-bit cache's codes times their row's scale.
+    auto load_tile = [&](const E* cache, const float* scales, int p0) {
       for (int e = tid; e < TKV * (D / 4); e += kAttnThreads) {
         const int j = e / (D / 4), i = 4 * (e % (D / 4)), p = p0 + j;
         float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (p <= pmax) {
           const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
           load_elements<4>(cache + slot * kv_row + int64_t(kvh) * D + i, v);
+          if constexpr (std::is_same_v<E, Int8Code>) {
+            const float scale = scales[slot * a.nkv + kvh];
+            for (float& x : v) x *= scale;
+          }
         }
         *reinterpret_cast<float4*>(kv + j * DP + i) = make_float4(v[0], v[1], v[2], v[3]);
       }
     };
 
     for (int p0 = 0; p0 <= pmax; p0 += TKV) {
-      load_tile(kc, p0);
+      load_tile(kc, a.k_scale, p0);
       __syncthreads();
       float sc[SR][2] = {};
 #pragma unroll 4
@@ -171,7 +193,7 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
         }
       }
       __syncthreads();  // the K tile's readers are done; p and corr are written
-      load_tile(vc, p0);
+      load_tile(vc, a.v_scale, p0);
       __syncthreads();
 #pragma unroll
       for (int r = 0; r < RY; ++r) {
@@ -228,13 +250,22 @@ void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a) {
 }
 
 void launch_kv_cache_write(const Launch& l, const float* k, const float* v, const int32_t* slot_mapping, void* k_cache,
-                           void* v_cache, DType cache_type, int64_t T, int64_t row) {
+                           void* v_cache, float* k_scale, float* v_scale, DType cache_type, int64_t T, int nkv, int d) {
   if (T == 0) return;
-  with_elem_type(cache_type, [&](auto e) {
-    using E = decltype(e);
-    launch_overlapping(l, kv_write_kernel<E>, unsigned(T), 256, 0, k, v, slot_mapping, static_cast<E*>(k_cache),
-                       static_cast<E*>(v_cache), row);
-  });
+  if (cache_type == DType::I8) {
+    with_lanes(l.lanes, [&](auto lanes) {
+      constexpr int Lanes = decltype(lanes)::value;
+      launch_overlapping(l, kv_write_int8_kernel<Lanes>, dim3(unsigned(T), unsigned(nkv), 2), Lanes, 0, k, v,
+                         slot_mapping, static_cast<int8_t*>(k_cache), static_cast<int8_t*>(v_cache), k_scale, v_scale,
+                         nkv, d);
+    });
+  } else {
+    with_elem_type(cache_type, [&](auto e) {
+      using E = decltype(e);
+      launch_overlapping(l, kv_write_kernel<E>, unsigned(T), 256, 0, k, v, slot_mapping, static_cast<E*>(k_cache),
+                         static_cast<E*>(v_cache), int64_t(nkv) * d);
+    });
+  }
   GPU_CHECK_LAUNCH();
 }
 
@@ -246,7 +277,7 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
       (a.d == 64 || a.d == 128 || a.d == 256)) {
     // 64 x 32 tiles on NVIDIA (109 KiB of shared memory at d = 256, two blocks per SM); 32 x 16 on
     // wave64 (gfx906 has 64 KiB of LDS per block), also run on NVIDIA in its wave64 verification mode.
-    with_elem_type(a.cache_type, [&](auto e) {
+    with_cache_type(a.cache_type, [&](auto e) {
       auto go = [&](auto d, auto tq, auto tkv) {
         constexpr int D = decltype(d)::value, TQ = decltype(tq)::value, TKV = decltype(tkv)::value;
         auto kernel = prefill_attention_kernel<decltype(e), D, TQ, TKV>;

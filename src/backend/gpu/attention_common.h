@@ -18,10 +18,27 @@ __device__ __forceinline__ int sequence_of(const int32_t* seq_row_begin, int S, 
   return lo;
 }
 
-// C consecutive cache elements as f32, in one vector load (C * sizeof(E) bytes, aligned by the caller).
+// An 8-bit KV cache's code (PagedKv: element = code * the row's scale).
+__device__ __forceinline__ float to_f32(Int8Code x) { return float(x.bits); }
+
+// Runs f(E{}) with E the device element type of a KV cache: float, F16, Bf16 or Int8Code.
+template <typename F>
+void with_cache_type(DType t, F&& f) {
+  if (t == DType::I8) return f(Int8Code{});
+  with_elem_type(t, f);
+}
+
+// C consecutive cache elements as f32 (codes, for an 8-bit cache), in one vector load (C * sizeof(E)
+// bytes, aligned by the caller).
 template <int C, typename E>
 __device__ __forceinline__ void load_elements(const E* p, float (&out)[C]) {
-  if constexpr (sizeof(E) == 2 && C >= 2) {
+  if constexpr (sizeof(E) == 1 && C >= 2) {
+    using Word = std::conditional_t<C == 8, uint2, std::conditional_t<C == 4, uint32_t, uint16_t>>;
+    const Word w = *reinterpret_cast<const Word*>(p);
+    const int8_t* code = reinterpret_cast<const int8_t*>(&w);
+#pragma unroll
+    for (int j = 0; j < C; ++j) out[j] = float(code[j]);
+  } else if constexpr (sizeof(E) == 2 && C >= 2) {
     using Word = std::conditional_t<C == 8, uint4, std::conditional_t<C == 4, uint2, uint32_t>>;
     const Word w = *reinterpret_cast<const Word*>(p);
     const uint16_t* half = reinterpret_cast<const uint16_t*>(&w);

@@ -118,12 +118,17 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_attention_kernel(PagedA
   float m = -INFINITY, l = 0.0f;  // the running max and sum of head own_g
   float acc[GT][C] = {};
   const bool exact = d == Lanes * C;
-  auto load_row = [&](const E* row, float (&x)[C]) {
+  // An 8-bit cache's codes times the row's scale (`scale` unused otherwise).
+  auto load_row = [&](const E* row, float scale, float (&x)[C]) {
     if (exact) {
       load_elements<C>(row + lane * C, x);
     } else {
 #pragma unroll
       for (int j = 0; j < C; ++j) x[j] = lane * C + j < d ? to_f32(row[lane * C + j]) : 0.0f;
+    }
+    if constexpr (std::is_same_v<E, Int8Code>) {
+#pragma unroll
+      for (int j = 0; j < C; ++j) x[j] *= scale;
     }
   };
   for (int c0 = begin + pg * kChunk; c0 < end; c0 += WP * kChunk) {
@@ -131,9 +136,10 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_attention_kernel(PagedA
 #pragma unroll
     for (int u = 0; u < kChunk; ++u) {
       const int p = c0 + u < end ? c0 + u : c0;  // past the end: a valid row, masked below
-      const int64_t off = (int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size) * kv_row;
-      load_row(kc + off, k[u]);
-      load_row(vc + off, v[u]);
+      const int64_t slot = int64_t(blocks[p / a.block_size]) * a.block_size + p % a.block_size;
+      const bool int8 = std::is_same_v<E, Int8Code>;
+      load_row(kc + slot * kv_row, int8 ? a.k_scale[slot * a.nkv + kvh] : 0.0f, k[u]);
+      load_row(vc + slot * kv_row, int8 ? a.v_scale[slot * a.nkv + kvh] : 0.0f, v[u]);
     }
     float part[NV];
 #pragma unroll
@@ -278,7 +284,7 @@ void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scrat
     part_ml = part_o + rows * size_t(a.d);
   }
   with_lanes(l.lanes, [&](auto lanes) {
-    with_elem_type(a.cache_type, [&](auto e) {
+    with_cache_type(a.cache_type, [&](auto e) {
       auto go = [&](auto c, auto gt) {
         auto kernel =
             decode_attention_kernel<decltype(lanes)::value, decltype(e), decltype(c)::value, decltype(gt)::value>;

@@ -275,8 +275,10 @@ class GpuBackend final : public Backend {
     const int64_t T = k.dim(0), row = k.numel() / std::max<int64_t>(T, 1);
     DCU_CHECK(f32(k) && f32(v) && v.numel() == k.numel() && cache.k.dtype == cache.v.dtype);
     DCU_CHECK(cache.k.dim(2) * cache.k.dim(3) == row);
+    DCU_CHECK(cache.k.dtype != DType::I8 || (cache.k_scale.data && cache.v_scale.data));
     gpu::launch_kv_cache_write(launch(), k.as<float>(), v.as<float>(), batch.slot_mapping, cache.k.data, cache.v.data,
-                               cache.k.dtype, T, row);
+                               cache.k_scale.as<float>(), cache.v_scale.as<float>(), cache.k.dtype, T,
+                               int(cache.k.dim(2)), int(cache.k.dim(3)));
   }
   void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale,
                        Tensor out) override {
@@ -288,6 +290,7 @@ class GpuBackend final : public Backend {
     a.max_seq_rows = batch.host->max_seq_rows();
     a.q = q.as<float>(), a.out = out.as<float>();
     a.k_cache = cache.k.data, a.v_cache = cache.v.data, a.cache_type = cache.k.dtype, a.block_size = cache.block_size;
+    a.k_scale = cache.k_scale.as<float>(), a.v_scale = cache.v_scale.as<float>();
     a.block_tables = batch.block_tables, a.max_blocks = batch.max_blocks_per_seq();
     a.seq_row_begin = batch.seq_row_begin, a.num_seqs = batch.num_seqs(), a.positions = batch.positions;
     a.scale = scale;

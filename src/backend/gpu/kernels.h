@@ -131,13 +131,17 @@ struct AttentionPrepArgs {
 void launch_attention_prep(const Launch& l, const AttentionPrepArgs& a);
 
 // k, v [T, row]; caches [slots, row] of cache_type (F32, F16 or BF16)
+// k, v [T, nkv, d] into the caches [slots, nkv, d]; an I8 cache also gets each (token, head)'s scale
+// into k_scale, v_scale [slots, nkv] (null otherwise).
 void launch_kv_cache_write(const Launch& l, const float* k, const float* v, const int32_t* slot_mapping, void* k_cache,
-                           void* v_cache, DType cache_type, int64_t T, int64_t row);
+                           void* v_cache, float* k_scale, float* v_scale, DType cache_type, int64_t T, int nkv, int d);
 
 struct PagedAttentionArgs {
   const float* q = nullptr;  // [T, nh, d]
   const void* k_cache = nullptr;
   const void* v_cache = nullptr;  // [blocks, block_size, nkv, d]
+  const float* k_scale = nullptr;  // [blocks, block_size, nkv] for an I8 cache, else null
+  const float* v_scale = nullptr;
   DType cache_type = DType::F32;
   int block_size = 0;
   const int32_t* block_tables = nullptr;  // [S, max_blocks]
