@@ -50,8 +50,14 @@ fail() { echo "test_rocm_tree_build: FAIL: $*"; exit 1; }
 cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
 [ "$(cache DCU_ROCM_ROOT)" = "$tree" ] || fail "ROCm root '$(cache DCU_ROCM_ROOT)', not the tree"
 [ "$(cache DCU_AMDHIP64)" = "$tree/lib/libamdhip64.so" ] || fail "HIP runtime $(cache DCU_AMDHIP64)"
-grep -q "\"command\": \"$tree/llvm/bin/clang++ [^\"]*--rocm-path=$tree [^\"]*--offload-arch=gfx906 [^\"]*\\.cu\"" \
-  "$build/compile_commands.json" || fail "the kernels are not compiled by the tree's clang++ against the tree"
+# Parsed, not grepped: commands carry escaped quotes (-DDCUSERVE_GPU_ARCHITECTURES=\"gfx906\").
+/usr/bin/python3 - "$build/compile_commands.json" "$tree" <<'PY' || fail "the kernels are not compiled by the tree's clang++ against the tree"
+import json, sys
+tree = sys.argv[2]
+kernels = [c["command"] for c in json.load(open(sys.argv[1])) if c["file"].endswith(".cu")]
+ok = lambda c: c.startswith(f"{tree}/llvm/bin/clang++ ") and f" --rocm-path={tree} " in c and " --offload-arch=gfx906 " in c
+sys.exit(0 if kernels and all(map(ok, kernels)) else 1)
+PY
 grep -q -- "-I$tree/include " "$build/compile_commands.json" || fail "host code does not include the tree's HIP headers"
 
 cmake --build "$build" --target gpu_arch_test -j "$(nproc)"
