@@ -74,5 +74,20 @@ TEST(DoctorHint, TheEngineAddsItToGpuStartUpFailuresOnly) {
   EXPECT_EQ(flag.find("doctor"), std::string::npos) << flag;
 }
 
+// --kv-cache-dtype: int8 and vLLM's fp8 names give the 8-bit cache everywhere; auto follows the backend
+// and --dtype; any other name is an error that lists the choices.
+TEST(KvCacheDtype, FollowsTheFlagTheBackendAndTheDtype) {
+  for (const char* name : {"int8", "fp8", "fp8_e4m3"}) {
+    EXPECT_EQ(kv_cache_dtype(DeviceKind::Cpu, "auto", name), DType::I8) << name;
+    EXPECT_EQ(kv_cache_dtype(DeviceKind::Hip, "bfloat16", name), DType::I8) << name;
+  }
+  EXPECT_EQ(kv_cache_dtype(DeviceKind::Cpu, "auto", "auto"), DType::F32);
+  EXPECT_EQ(kv_cache_dtype(DeviceKind::Cuda, "float32", "auto"), DType::F32);
+  EXPECT_EQ(kv_cache_dtype(DeviceKind::Cuda, "float16", "auto"), DType::F16);
+  EXPECT_EQ(kv_cache_dtype(DeviceKind::Hip, "auto", "auto"), DType::BF16);
+  EXPECT_NE(error_of([] { kv_cache_dtype(DeviceKind::Cuda, "auto", "fp16"); }).find("choose auto or int8"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace dcu
