@@ -50,6 +50,13 @@ __device__ __forceinline__ void load_elements(const E* p, float (&out)[C]) {
   }
 }
 
+// decode_attention_tensor_core.cu (CUDA): the rows of a sequence one block of the tensor-core decode
+// kernel serves, 0 where it does not apply (wave64 emulation, f32 caches, other head dims, GQA groups
+// above 8, block sizes not a multiple of 16); the launch, splits as launch_decode_attention's.
+int tensor_core_decode_rows(const Launch& l, const PagedAttentionArgs& a);
+void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
+                               int split_len, int R);
+
 // Paged attention for steps of few rows per sequence (decode, speculative verify): split over the
 // context (flash-decoding), then merged. Writes a.out.
 void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch);

@@ -251,38 +251,24 @@ __global__ void merge_splits_kernel(const float* part_o, const float* part_ml, f
   }
 }
 
-}  // namespace
+// Dims of a head a lane holds: Lanes C >= d.
+int heads_dim_slice(const Launch& l, const PagedAttentionArgs& a) {
+  return a.d <= l.lanes ? 1 : a.d <= 2 * l.lanes ? 2 : a.d <= 4 * l.lanes ? 4 : 8;
+}
 
-void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch) {
-  const int G = a.nh / a.nkv;
-  if (G > kMaxGroup)
-    fail_call("launch_decode_attention", __FILE__, __LINE__, "more than 8 query heads per KV head (GQA group)");
-  if (a.d > 8 * l.lanes) fail_call("launch_decode_attention", __FILE__, __LINE__, "head dim above 8 x the warp");
+// Rows of a sequence per block of decode_attention_kernel: the step's, as far as warps and shared memory
+// allow.
+int portable_decode_rows(const Launch& l, const PagedAttentionArgs& a) {
   const int W = kDecodeThreads / l.lanes;
-  const int C = a.d <= l.lanes ? 1 : a.d <= 2 * l.lanes ? 2 : a.d <= 4 * l.lanes ? 4 : 8;
-  const int GT = G <= 4 ? 4 : 8;
-  // Rows per block: a sequence's rows of the step, as far as warps and shared memory allow.
+  const size_t row_floats = size_t(a.nh / a.nkv <= 4 ? 4 : 8) * l.lanes * heads_dim_slice(l, a);
+  return std::clamp(std::min(a.max_seq_rows, W), 1, int(kMaxQueryBytes / (row_floats * sizeof(float))));
+}
+
+void launch_portable_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
+                            int split_len, int R) {
+  const int W = kDecodeThreads / l.lanes, C = heads_dim_slice(l, a), GT = a.nh / a.nkv <= 4 ? 4 : 8;
   const size_t row_floats = size_t(GT) * l.lanes * C;
-  const int R = std::clamp(std::min(a.max_seq_rows, W), 1, int(kMaxQueryBytes / (row_floats * sizeof(float))));
-  const int groups = a.num_seqs * ((a.max_seq_rows + R - 1) / R);
-  // Splits: none shorter than kMinSplitLen, their length from the power-of-two bucket of the context
-  // (the limit a step graph is padded to), so that an eager step and the replay of its graph split
-  // alike (the graph's extra splits are empty) and agree bit for bit. Four blocks per multiprocessor
-  // for a full bucket leave at least two for a context just above the bucket below.
-  const int positions = a.max_position + 1;
-  int bucket = kMinSplitLen;
-  while (bucket < positions) bucket *= 2;
-  const int want = std::max(1, (4 * l.multiprocessors + a.nkv * groups - 1) / (a.nkv * groups));
-  const int split_len = std::max(kMinSplitLen, (bucket + want - 1) / want);
-  const int splits = (positions + split_len - 1) / split_len;
   const size_t smem = (R * row_floats + size_t(W) * (GT * kChunk + GT) + 2 * size_t(W) * GT) * sizeof(float);
-  float* part_o = nullptr;
-  float* part_ml = nullptr;
-  if (splits > 1) {
-    const size_t rows = size_t(a.T) * a.nh * splits;
-    part_o = static_cast<float*>(scratch.get(rows * (size_t(a.d) + 2) * sizeof(float)));
-    part_ml = part_o + rows * size_t(a.d);
-  }
   with_lanes(l.lanes, [&](auto lanes) {
     with_cache_type(a.cache_type, [&](auto e) {
       auto go = [&](auto c, auto gt) {
@@ -305,6 +291,37 @@ void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scrat
     });
   });
   GPU_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch) {
+  if (a.nh / a.nkv > kMaxGroup)
+    fail_call("launch_decode_attention", __FILE__, __LINE__, "more than 8 query heads per KV head (GQA group)");
+  if (a.d > 8 * l.lanes) fail_call("launch_decode_attention", __FILE__, __LINE__, "head dim above 8 x the warp");
+  const int tensor_core_rows = tensor_core_decode_rows(l, a);
+  const int R = tensor_core_rows > 0 ? tensor_core_rows : portable_decode_rows(l, a);
+  const int groups = a.num_seqs * ((a.max_seq_rows + R - 1) / R);
+  // Splits: none shorter than kMinSplitLen, their length from the power-of-two bucket of the context
+  // (the limit a step graph is padded to), so that an eager step and the replay of its graph split
+  // alike (the graph's extra splits are empty) and agree bit for bit. Four blocks per multiprocessor
+  // for a full bucket leave at least two for a context just above the bucket below. Whole 16-position
+  // tiles (the tensor-core kernel's).
+  const int positions = a.max_position + 1;
+  int bucket = kMinSplitLen;
+  while (bucket < positions) bucket *= 2;
+  const int want = std::max(1, (4 * l.multiprocessors + a.nkv * groups - 1) / (a.nkv * groups));
+  const int split_len = (std::max(kMinSplitLen, (bucket + want - 1) / want) + 15) / 16 * 16;
+  const int splits = (positions + split_len - 1) / split_len;
+  float* part_o = nullptr;
+  float* part_ml = nullptr;
+  if (splits > 1) {
+    const size_t rows = size_t(a.T) * a.nh * splits;
+    part_o = static_cast<float*>(scratch.get(rows * (size_t(a.d) + 2) * sizeof(float)));
+    part_ml = part_o + rows * size_t(a.d);
+  }
+  if (tensor_core_rows > 0) launch_tensor_core_decode(l, a, part_o, part_ml, splits, split_len, R);
+  else launch_portable_decode(l, a, part_o, part_ml, splits, split_len, R);
   if (splits > 1) {
     launch_overlapping(l, merge_splits_kernel, unsigned(a.T * a.nh), 128, size_t(splits) * sizeof(float), part_o,
                        part_ml, a.out, splits, a.d);

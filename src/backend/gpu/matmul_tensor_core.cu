@@ -25,10 +25,9 @@
 #include <algorithm>
 
 #include "backend/gpu/kernels.h"
+#include "backend/gpu/mma.h"
 
 #if defined(DCUSERVE_CUDA)
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 namespace dcu::gpu {
 namespace {
@@ -42,21 +41,6 @@ template <typename W>
 constexpr int kChunkOf = std::is_same_v<W, Int4Pair> ? 4 * kChunkK : std::is_same_v<W, Int8Code> ? 2 * kChunkK : kChunkK;
 // Warps the grid should have, about 16 (up to 16 rows) or 32 (more rows) per SM of an H200 (132 SMs).
 constexpr int kGridWarps = 2112, kGridWarpsWide = 4224;
-
-// d += A . B for one m16n8k16 tile, A and B of the 16-bit type W (bf16 or f16), f32 accumulators.
-// Not volatile: the compiler may interleave independent multiplies.
-#define DCU_MMA_M16N8K16(type)                                                                               \
-  asm("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
-               "{%8,%9}, {%0,%1,%2,%3};"                                                                      \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                               \
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
-
-template <typename W>
-__device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                    uint32_t b1) {
-  if constexpr (std::is_same_v<W, Bf16>) DCU_MMA_M16N8K16("bf16");
-  else DCU_MMA_M16N8K16("f16");
-}
 
 // The matrices of one launch: part p owns the blocks [block_end[p - 1], block_end[p]) of the grid's x.
 struct TensorCoreParts {
@@ -85,17 +69,7 @@ __device__ __forceinline__ RawWeights<W> load_weights(const void* w, int64_t row
 
 // The bf16 pairs (k, k + 1) .. (k + 6, k + 7) of 8 codes, exactly q (int8) or q - zero (int4).
 __device__ __forceinline__ uint4 fragment(uint4 raw, float) { return raw; }
-__device__ __forceinline__ uint4 fragment(uint2 raw, float) {
-  const uint32_t words[2] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u};  // q + 128 per byte
-  uint32_t pairs[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {  // f32 q is exact in bf16: its high half-word
-    const uint32_t w = words[i / 2], shift = 16 * (i % 2);
-    const float lo = magic_float((w >> shift) & 0xFFu) - 8388736.0f, hi = magic_float((w >> (shift + 8)) & 0xFFu) - 8388736.0f;
-    pairs[i] = __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632);
-  }
-  return make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
-}
+__device__ __forceinline__ uint4 fragment(uint2 raw, float) { return int8_pairs(raw); }
 __device__ __forceinline__ uint4 fragment(uint32_t raw, float zero) {
   const __nv_bfloat162 bias = __floats2bfloat162_rn(128.0f + zero, 128.0f + zero);
   uint32_t pairs[4];

@@ -1,0 +1,226 @@
+// Decode attention on NVIDIA tensor cores (CUDA, sm_80+, native 32-lane warps) for 16-bit and 8-bit
+// KV caches: decode_attention.cu's flash-decoding split with the dot products on mma.sync (mma.h).
+// With GQA every K/V element meets G query heads, 4 G flops per element read: at G = 6 and a 16-bit
+// cache that is 12 flops per byte, more than an H200's f32 cores sustain at its memory bandwidth; the
+// tensor cores do it at a fraction of their rate.
+//
+// A block serves one KV head, one context split and R rows of one sequence, R G <= 8 query rows
+// (row r, head h at r G + h), with kWarps warps taking 16-position tiles of the split in turn. Per tile
+// a warp computes S^T [query rows x 16 positions] = Q K^T as two n8 tiles, k over d: lane (g, t) loads
+// 16 bytes of K rows g and 8 + g at d = 32 c + 8 t, which fill its B slots of two k16 multiplies; Q's
+// A slots take the same permutation of d (as in matmul_tensor_core.cu), so the sums are unchanged and
+// every load is a 16-byte vector. S^T's C fragment holds (query row g, positions 2t, 2t + 1, 8 + 2t,
+// 9 + 2t): exactly the B fragment of P^T in O^T [d x query rows] = V^T P^T, so the probabilities
+// never leave the lane. V^T's A fragment wants pairs of positions for one d: lane (g, t) loads 16
+// bytes of V rows 2t, 2t + 1, 8 + 2t, 9 + 2t at d = 64 b + 8 g and pairs them with byte permutes;
+// m-tile (b, j) has d = 64 b + 8 g + j in its row g and 64 b + 8 g + 4 + j in its row g + 8.
+//
+// Q and P enter as hi + lo 16-bit parts (two multiplies each), so scores and outputs keep about 16
+// bits; K and V are exact (a 16-bit cache, or int8 codes, exact in bf16, with the rows' scales applied
+// to the scores and to P). The softmax runs in base 2 (Q is scaled by log2 e). The warps' partial
+// results merge in shared memory in a fixed order; with splits they go to decode_attention.cu's merge.
+
+#include <cmath>
+
+#include "backend/gpu/attention_common.h"
+#include "backend/gpu/mma.h"
+
+namespace dcu::gpu {
+#if defined(DCUSERVE_CUDA)
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kTile = 16;       // positions a warp takes at once
+constexpr int kQueryRows = 8;   // (row, head) pairs of a block: one n8 tile of P^T
+
+template <typename E> using MmaOf = std::conditional_t<std::is_same_v<E, F16>, F16, Bf16>;
+
+// Elements [0, 8) of a cache row as four pairs of the multiply type (int8: the codes, exactly).
+template <typename E>
+__device__ __forceinline__ uint4 load8(const E* p) {
+  if constexpr (std::is_same_v<E, Int8Code>) return int8_pairs(*reinterpret_cast<const uint2*>(p));
+  else return *reinterpret_cast<const uint4*>(p);
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <typename E, int D>
+__global__ void __launch_bounds__(kWarps * 32)
+    tensor_core_decode_kernel(PagedAttentionArgs a, float* part_o, float* part_ml, int splits, int split_len, int R) {
+#if __CUDA_ARCH__ >= 800
+  using M = MmaOf<E>;
+  constexpr bool kInt8 = std::is_same_v<E, Int8Code>;
+  // Query rows padded by 64 bytes: the 8 lanes of a quarter warp (two rows) read distinct banks.
+  constexpr int kPitch = D + 32;
+  __shared__ __align__(16) uint16_t q_hi[kQueryRows][kPitch], q_lo[kQueryRows][kPitch];
+  __shared__ float warp_ml[kWarps][kQueryRows][2];  // each warp's (max, sum) per query row
+  __shared__ float warp_o[kWarps][kQueryRows][D];   // each warp's unnormalised output
+  start_after_previous_kernel();
+  const int kvh = blockIdx.x, t0 = blockIdx.y, split = blockIdx.z;
+  const int s = sequence_of(a.seq_row_begin, a.num_seqs, t0);
+  const int first = a.seq_row_begin[s], rows = min(R, a.seq_row_begin[s + 1] - t0);
+  if ((t0 - first) % R != 0) return;  // a row of the group another block serves
+  const int G = a.nh / a.nkv, used = rows * G;
+  const float q_scale = a.scale * 1.4426950408889634f;  // log2(e): exp2 below
+  for (int i = threadIdx.x; i < kQueryRows * D / 2; i += blockDim.x) {
+    const int qr = i / (D / 2), e = 2 * (i % (D / 2));
+    float x0 = 0.0f, x1 = 0.0f;
+    if (qr < used) {
+      const float* q = a.q + (int64_t(t0 + qr / G) * a.nh + kvh * G + qr % G) * D + e;
+      x0 = q[0] * q_scale, x1 = q[1] * q_scale;
+    }
+    uint32_t hi, lo;
+    split_pair<M>(x0, x1, hi, lo);
+    *reinterpret_cast<uint32_t*>(&q_hi[qr][e]) = hi;
+    *reinterpret_cast<uint32_t*>(&q_lo[qr][e]) = lo;
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
+  const int64_t kv_row = int64_t(a.nkv) * D;
+  const E* kc = static_cast<const E*>(a.k_cache) + int64_t(kvh) * D;
+  const E* vc = static_cast<const E*>(a.v_cache) + int64_t(kvh) * D;
+  const int begin = split * split_len;
+  // Every position below the block's last row's is written; its rows' scores are masked each at its own.
+  const int end = min(a.positions[t0 + rows - 1] + 1, begin + split_len);
+  const int row_end = g < used ? a.positions[t0 + g / G] + 1 : 0;  // query row g attends below this
+  const int tile_u[4] = {2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t};    // the positions of the lane's scores
+  float m = -INFINITY, l = 0.0f;  // query row g's running max (base 2) and this lane's part of its sum
+  float acc[D / 64][4][4] = {};   // O^T m-tiles (b, j), see the top
+  for (int p0 = begin + kTile * warp; p0 < end; p0 += kTile * kWarps) {
+    // A tile lies in one cache block (block sizes are multiples of 16, tiles start at multiples of
+    // 16); positions past the end read position p0's row, finite, and their scores are masked.
+    const int64_t base = int64_t(blocks[p0 / a.block_size]) * a.block_size + p0 % a.block_size;
+    auto slot = [&](int u) { return p0 + u < end ? base + u : base; };
+    float sh[2][4] = {}, sl[2][4] = {};  // S^T from Q's hi and lo parts, n8 tiles of positions 0-7, 8-15
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) {
+      const uint4 qh = *reinterpret_cast<const uint4*>(&q_hi[g][32 * c + 8 * t]);
+      const uint4 ql = *reinterpret_cast<const uint4*>(&q_lo[g][32 * c + 8 * t]);
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        const uint4 k = load8(kc + slot(8 * n + g) * kv_row + 32 * c + 8 * t);
+        mma<M>(sh[n], qh.x, 0u, qh.y, 0u, k.x, k.y);
+        mma<M>(sh[n], qh.z, 0u, qh.w, 0u, k.z, k.w);
+        mma<M>(sl[n], ql.x, 0u, ql.y, 0u, k.x, k.y);
+        mma<M>(sl[n], ql.z, 0u, ql.w, 0u, k.z, k.w);
+      }
+    }
+    float p[4], v_scale[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      p[u] = sh[u / 2][u % 2] + sl[u / 2][u % 2];
+      if constexpr (kInt8) {
+        const int64_t at = slot(tile_u[u]) * a.nkv + kvh;
+        p[u] *= a.k_scale[at], v_scale[u] = a.v_scale[at];
+      }
+      if (p0 + tile_u[u] >= row_end) p[u] = -INFINITY;
+    }
+    float tile_max = fmaxf(fmaxf(p[0], p[1]), fmaxf(p[2], p[3]));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(~0u, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(~0u, tile_max, 2));
+    const float m_new = fmaxf(m, tile_max), ref = m_new == -INFINITY ? 0.0f : m_new;
+    const float corr = exp2f(m - ref);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) p[u] = exp2f(p[u] - ref);
+    l = l * corr + (p[0] + p[1]) + (p[2] + p[3]), m = m_new;
+    if constexpr (kInt8)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) p[u] *= v_scale[u];
+    uint32_t ph[2], pl[2];
+    split_pair<M>(p[0], p[1], ph[0], pl[0]);
+    split_pair<M>(p[2], p[3], ph[1], pl[1]);
+    // The accumulators' columns are query rows 2t, 2t + 1, whose factors lanes 8t and 8t + 4 hold.
+    const float corr0 = __shfl_sync(~0u, corr, 8 * t), corr1 = __shfl_sync(~0u, corr, 8 * t + 4);
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) {
+      uint4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) v[u] = load8(vc + slot(tile_u[u]) * kv_row + 64 * b + 8 * g);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int low = j / 2, high = 2 + j / 2;  // the words of elements j and 4 + j
+        const uint32_t sel = j % 2 ? 0x7632u : 0x5410u;
+        const uint32_t a0 = __byte_perm(word(v[0], low), word(v[1], low), sel);
+        const uint32_t a1 = __byte_perm(word(v[0], high), word(v[1], high), sel);
+        const uint32_t a2 = __byte_perm(word(v[2], low), word(v[3], low), sel);
+        const uint32_t a3 = __byte_perm(word(v[2], high), word(v[3], high), sel);
+        float(&o)[4] = acc[b][j];
+        o[0] *= corr0, o[1] *= corr1, o[2] *= corr0, o[3] *= corr1;
+        mma<M>(o, a0, a1, a2, a3, ph[0], ph[1]);
+        mma<M>(o, a0, a1, a2, a3, pl[0], pl[1]);
+      }
+    }
+  }
+  l += __shfl_xor_sync(~0u, l, 1);
+  l += __shfl_xor_sync(~0u, l, 2);
+  if (t == 0) warp_ml[warp][g][0] = m, warp_ml[warp][g][1] = l;
+#pragma unroll
+  for (int b = 0; b < D / 64; ++b)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) warp_o[warp][2 * t + i % 2][64 * b + 8 * g + 4 * (i / 2) + j] = acc[b][j][i];
+  __syncthreads();
+  // The warps merge in a fixed order (graph replays and eager steps agree bit for bit).
+  for (int i = threadIdx.x; i < used * D; i += blockDim.x) {
+    const int qr = i / D, e = i % D;
+    float mr = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mr = fmaxf(mr, warp_ml[w][qr][0]);
+    float lr = 0.0f, o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float weight = warp_ml[w][qr][1] > 0.0f ? exp2f(warp_ml[w][qr][0] - mr) : 0.0f;
+      lr += weight * warp_ml[w][qr][1], o += weight * warp_o[w][qr][e];
+    }
+    const int64_t h = int64_t(t0 + qr / G) * a.nh + kvh * G + qr % G;
+    if (splits == 1) {
+      a.out[h * D + e] = o / lr;
+    } else {
+      part_o[(h * splits + split) * D + e] = o;
+      if (e == 0) part_ml[(h * splits + split) * 2] = mr * 0.6931471805599453f, part_ml[(h * splits + split) * 2 + 1] = lr;
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+int tensor_core_decode_rows(const Launch& l, const PagedAttentionArgs& a) {
+  const int G = a.nh / a.nkv;
+  const bool fits = l.lanes == 32 && (a.cache_type == DType::BF16 || a.cache_type == DType::F16 ||
+                                      a.cache_type == DType::I8) &&
+                    (a.d == 64 || a.d == 128 || a.d == 256) && G <= kQueryRows && a.block_size % kTile == 0;
+  return fits ? std::min(kQueryRows / G, std::max(a.max_seq_rows, 1)) : 0;
+}
+
+void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
+                               int split_len, int R) {
+  with_cache_type(a.cache_type, [&](auto e) {
+    using E = decltype(e);
+    if constexpr (!std::is_same_v<E, float>) {
+      auto go = [&](auto d) {
+        launch_overlapping(l, tensor_core_decode_kernel<E, decltype(d)::value>, dim3(a.nkv, a.T, splits),
+                           kWarps * 32, 0, a, part_o, part_ml, splits, split_len, R);
+      };
+      if (a.d == 64) go(std::integral_constant<int, 64>{});
+      else if (a.d == 128) go(std::integral_constant<int, 128>{});
+      else go(std::integral_constant<int, 256>{});
+    }
+  });
+  GPU_CHECK_LAUNCH();
+}
+
+#else  // HIP: no tensor cores on gfx906
+
+int tensor_core_decode_rows(const Launch&, const PagedAttentionArgs&) { return 0; }
+void launch_tensor_core_decode(const Launch&, const PagedAttentionArgs&, float*, float*, int, int, int) {
+  fail_call("launch_tensor_core_decode", __FILE__, __LINE__, "no tensor cores in this build");
+}
+
+#endif
+}  // namespace dcu::gpu
