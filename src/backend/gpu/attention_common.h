@@ -18,6 +18,12 @@ __device__ __forceinline__ int sequence_of(const int32_t* seq_row_begin, int S, 
   return lo;
 }
 
+// A decode block's share of its sequence's positions [0, n): `splits` equal runs of whole 16-position
+// tiles. Every sequence spreads over all splits of the grid, whatever its length; the split count is
+// the host's (from the power-of-two bucket of the step's positions), so the replay of a step graph
+// splits exactly like the eager step.
+__device__ __forceinline__ int split_length(int n, int splits) { return ((n + splits - 1) / splits + 15) / 16 * 16; }
+
 // An 8-bit KV cache's code (PagedKv: element = code * the row's scale).
 __device__ __forceinline__ float to_f32(Int8Code x) { return float(x.bits); }
 
@@ -55,7 +61,7 @@ __device__ __forceinline__ void load_elements(const E* p, float (&out)[C]) {
 // above 8, block sizes not a multiple of 16); the launch, splits as launch_decode_attention's.
 int tensor_core_decode_rows(const Launch& l, const PagedAttentionArgs& a);
 void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
-                               int split_len, int R);
+                               int R);
 
 // Paged attention for steps of few rows per sequence (decode, speculative verify): split over the
 // context (flash-decoding), then merged. Writes a.out.

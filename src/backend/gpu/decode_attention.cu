@@ -76,8 +76,7 @@ __device__ __forceinline__ int pair_of_lane(int lane) {
 // Lanes * C >= d covers a head; when equal, rows are read with vector loads and no bounds checks.
 template <int Lanes, typename E, int C, int GT>
 __global__ void __launch_bounds__(kDecodeThreads) decode_attention_kernel(PagedAttentionArgs a, float* part_o,
-                                                                          float* part_ml, int splits, int split_len,
-                                                                          int R) {
+                                                                          float* part_ml, int splits, int R) {
   constexpr int NV = GT * kChunk;
   static_assert(NV <= Lanes, "a warp holds one score per lane");
   start_after_previous_kernel();
@@ -110,7 +109,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_attention_kernel(PagedA
   const int64_t kv_row = int64_t(a.nkv) * d;
   const E* kc = static_cast<const E*>(a.k_cache) + int64_t(kvh) * d;
   const E* vc = static_cast<const E*>(a.v_cache) + int64_t(kvh) * d;
-  const int begin = split * split_len;
+  const int split_len = split_length(a.positions[t0 + rows - 1] + 1, splits), begin = split * split_len;
   const int end = active ? min(a.positions[t0 + r] + 1, begin + split_len) : begin;
   const int pair = pair_of_lane<NV>(lane), own_g = pair / kChunk, own_u = pair % kChunk;
   const float* q = qs + r * GT * DP;
@@ -265,7 +264,7 @@ int portable_decode_rows(const Launch& l, const PagedAttentionArgs& a) {
 }
 
 void launch_portable_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
-                            int split_len, int R) {
+                            int R) {
   const int W = kDecodeThreads / l.lanes, C = heads_dim_slice(l, a), GT = a.nh / a.nkv <= 4 ? 4 : 8;
   const size_t row_floats = size_t(GT) * l.lanes * C;
   const size_t smem = (R * row_floats + size_t(W) * (GT * kChunk + GT) + 2 * size_t(W) * GT) * sizeof(float);
@@ -276,8 +275,7 @@ void launch_portable_decode(const Launch& l, const PagedAttentionArgs& a, float*
             decode_attention_kernel<decltype(lanes)::value, decltype(e), decltype(c)::value, decltype(gt)::value>;
         if (smem > 48 * 1024)
           GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kDecodeThreads, smem, a, part_o, part_ml, splits,
-                           split_len, R);
+        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kDecodeThreads, smem, a, part_o, part_ml, splits, R);
       };
       using std::integral_constant;
       auto with_c = [&](auto gt) {
@@ -293,6 +291,26 @@ void launch_portable_decode(const Launch& l, const PagedAttentionArgs& a, float*
   GPU_CHECK_LAUNCH();
 }
 
+// The grid's context splits for `groups` blocks per KV head and split, `resident` blocks of the kernel
+// per multiprocessor. Each sequence spreads over all splits (split_length), so every block of the grid
+// has about the same work: the count fills whole waves of the device, at least two, and keeps splits
+// from falling below kMinSplitLen for a context of the step's power-of-two bucket (the limit a step
+// graph is padded to: an eager step and the replay of its graph get the same count and the same bits).
+int split_count(const Launch& l, const PagedAttentionArgs& a, int groups, int resident) {
+  int bucket = kMinSplitLen;
+  while (bucket < a.max_position + 1) bucket *= 2;
+  const int slots = l.multiprocessors * resident, per_split = a.nkv * groups;
+  const int most = bucket / kMinSplitLen, fewest = std::min(most, std::max(1, (2 * slots + per_split - 1) / per_split));
+  int best = fewest;
+  double best_use = 0.0;
+  for (int s = fewest; s <= std::min(most, 2 * fewest); ++s) {
+    const int64_t blocks = int64_t(s) * per_split, waves = (blocks + slots - 1) / slots;
+    const double use = double(blocks) / double(waves * slots);
+    if (use > best_use + 1e-9) best = s, best_use = use;
+  }
+  return best;
+}
+
 }  // namespace
 
 void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scratch& scratch) {
@@ -301,18 +319,7 @@ void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scrat
   if (a.d > 8 * l.lanes) fail_call("launch_decode_attention", __FILE__, __LINE__, "head dim above 8 x the warp");
   const int tensor_core_rows = tensor_core_decode_rows(l, a);
   const int R = tensor_core_rows > 0 ? tensor_core_rows : portable_decode_rows(l, a);
-  const int groups = a.num_seqs * ((a.max_seq_rows + R - 1) / R);
-  // Splits: none shorter than kMinSplitLen, their length from the power-of-two bucket of the context
-  // (the limit a step graph is padded to), so that an eager step and the replay of its graph split
-  // alike (the graph's extra splits are empty) and agree bit for bit. Four blocks per multiprocessor
-  // for a full bucket leave at least two for a context just above the bucket below. Whole 16-position
-  // tiles (the tensor-core kernel's).
-  const int positions = a.max_position + 1;
-  int bucket = kMinSplitLen;
-  while (bucket < positions) bucket *= 2;
-  const int want = std::max(1, (4 * l.multiprocessors + a.nkv * groups - 1) / (a.nkv * groups));
-  const int split_len = (std::max(kMinSplitLen, (bucket + want - 1) / want) + 15) / 16 * 16;
-  const int splits = (positions + split_len - 1) / split_len;
+  const int splits = split_count(l, a, a.num_seqs * ((a.max_seq_rows + R - 1) / R), tensor_core_rows > 0 ? 1 : 2);
   float* part_o = nullptr;
   float* part_ml = nullptr;
   if (splits > 1) {
@@ -320,8 +327,8 @@ void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scrat
     part_o = static_cast<float*>(scratch.get(rows * (size_t(a.d) + 2) * sizeof(float)));
     part_ml = part_o + rows * size_t(a.d);
   }
-  if (tensor_core_rows > 0) launch_tensor_core_decode(l, a, part_o, part_ml, splits, split_len, R);
-  else launch_portable_decode(l, a, part_o, part_ml, splits, split_len, R);
+  if (tensor_core_rows > 0) launch_tensor_core_decode(l, a, part_o, part_ml, splits, R);
+  else launch_portable_decode(l, a, part_o, part_ml, splits, R);
   if (splits > 1) {
     launch_overlapping(l, merge_splits_kernel, unsigned(a.T * a.nh), 128, size_t(splits) * sizeof(float), part_o,
                        part_ml, a.out, splits, a.d);

@@ -46,17 +46,34 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
+// Shared memory of a block: the query rows (hi, lo), each warp's (max, sum) per query row, and each
+// warp's two tile stages (K rows, then V rows; the warp's partial output once its walk is done).
+template <typename E, int D>
+struct DecodeShared {
+  static constexpr int kQueryPitch = D + 32;  // u16: the 8 lanes of a quarter warp (two rows) hit distinct banks
+  static constexpr int kRowBytes = D * int(sizeof(E));
+  // K rows are read 16 bytes at d = 32 c + 8 t for rows g, g + 8 (pitch 64 bytes past a multiple of
+  // 128: two rows per quarter warp apart); V rows 2t, 2t + 1, 8 + 2t, 9 + 2t (16 bytes past: the four
+  // t of a quarter warp's rows 0, 2, 4, 6 apart).
+  static constexpr int kKPitch = kRowBytes + 64, kVPitch = kRowBytes + 16;
+  static constexpr int kStageBytes = kTile * (kKPitch + kVPitch);
+  static constexpr size_t kBytes = 2 * sizeof(uint16_t) * kQueryRows * kQueryPitch +
+                                   sizeof(float) * kWarps * kQueryRows * 2 + size_t(kWarps) * 2 * kStageBytes;
+  static_assert(2 * kStageBytes >= int(sizeof(float)) * kQueryRows * D, "a warp's output fits its stages");
+};
+
 template <typename E, int D>
 __global__ void __launch_bounds__(kWarps * 32)
-    tensor_core_decode_kernel(PagedAttentionArgs a, float* part_o, float* part_ml, int splits, int split_len, int R) {
+    tensor_core_decode_kernel(PagedAttentionArgs a, float* part_o, float* part_ml, int splits, int R) {
 #if __CUDA_ARCH__ >= 800
   using M = MmaOf<E>;
+  using L = DecodeShared<E, D>;
   constexpr bool kInt8 = std::is_same_v<E, Int8Code>;
-  // Query rows padded by 64 bytes: the 8 lanes of a quarter warp (two rows) read distinct banks.
-  constexpr int kPitch = D + 32;
-  __shared__ __align__(16) uint16_t q_hi[kQueryRows][kPitch], q_lo[kQueryRows][kPitch];
-  __shared__ float warp_ml[kWarps][kQueryRows][2];  // each warp's (max, sum) per query row
-  __shared__ float warp_o[kWarps][kQueryRows][D];   // each warp's unnormalised output
+  extern __shared__ uint4 smem4[];
+  auto q_hi = reinterpret_cast<uint16_t(*)[L::kQueryPitch]>(smem4);  // [kQueryRows][kQueryPitch]
+  auto q_lo = q_hi + kQueryRows;
+  auto warp_ml = reinterpret_cast<float(*)[kQueryRows][2]>(q_lo + kQueryRows);  // [kWarps]
+  char* stages = reinterpret_cast<char*>(warp_ml + kWarps);                     // [kWarps][2][kStageBytes]
   start_after_previous_kernel();
   const int kvh = blockIdx.x, t0 = blockIdx.y, split = blockIdx.z;
   const int s = sequence_of(a.seq_row_begin, a.num_seqs, t0);
@@ -81,20 +98,45 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int32_t* blocks = a.block_tables + int64_t(s) * a.max_blocks;
   const int64_t kv_row = int64_t(a.nkv) * D;
-  const E* kc = static_cast<const E*>(a.k_cache) + int64_t(kvh) * D;
-  const E* vc = static_cast<const E*>(a.v_cache) + int64_t(kvh) * D;
-  const int begin = split * split_len;
+  const char* kc = reinterpret_cast<const char*>(static_cast<const E*>(a.k_cache) + int64_t(kvh) * D);
+  const char* vc = reinterpret_cast<const char*>(static_cast<const E*>(a.v_cache) + int64_t(kvh) * D);
   // Every position below the block's last row's is written; its rows' scores are masked each at its own.
-  const int end = min(a.positions[t0 + rows - 1] + 1, begin + split_len);
+  const int length = a.positions[t0 + rows - 1] + 1, split_len = split_length(length, splits);
+  const int begin = split * split_len, end = min(length, begin + split_len);
   const int row_end = g < used ? a.positions[t0 + g / G] + 1 : 0;  // query row g attends below this
   const int tile_u[4] = {2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t};    // the positions of the lane's scores
+  // A tile lies in one cache block (block sizes are multiples of 16, tiles start at multiples of 16);
+  // positions past the end take position p0's row, finite, and their scores are masked.
+  auto slot = [&](int p0, int u) {
+    const int64_t first_slot = int64_t(blocks[p0 / a.block_size]) * a.block_size + p0 % a.block_size;
+    return p0 + u < end ? first_slot + u : first_slot;
+  };
+  char* my_stages = stages + warp * 2 * L::kStageBytes;
+  // Starts copying tile p0's K and V rows into stage st (one group of this lane's copies).
+  auto fetch = [&](int p0, int st) {
+    char* ks = my_stages + st * L::kStageBytes;
+    char* vs = ks + kTile * L::kKPitch;
+    constexpr int kPieces = L::kRowBytes / 16;
+#pragma unroll
+    for (int i = lane; i < kTile * kPieces; i += 32) {
+      const int u = i / kPieces, c = 16 * (i % kPieces);
+      const int64_t at = slot(p0, u) * kv_row * int64_t(sizeof(E)) + c;
+      copy_async16(ks + u * L::kKPitch + c, kc + at);
+      copy_async16(vs + u * L::kVPitch + c, vc + at);
+    }
+    copy_async_commit();
+  };
   float m = -INFINITY, l = 0.0f;  // query row g's running max (base 2) and this lane's part of its sum
   float acc[D / 64][4][4] = {};   // O^T m-tiles (b, j), see the top
-  for (int p0 = begin + kTile * warp; p0 < end; p0 += kTile * kWarps) {
-    // A tile lies in one cache block (block sizes are multiples of 16, tiles start at multiples of
-    // 16); positions past the end read position p0's row, finite, and their scores are masked.
-    const int64_t base = int64_t(blocks[p0 / a.block_size]) * a.block_size + p0 % a.block_size;
-    auto slot = [&](int u) { return p0 + u < end ? base + u : base; };
+  constexpr int kStride = kTile * kWarps;
+  if (begin + kTile * warp < end) fetch(begin + kTile * warp, 0);
+  for (int p0 = begin + kTile * warp, st = 0; p0 < end; p0 += kStride, st ^= 1) {
+    if (p0 + kStride < end) fetch(p0 + kStride, st ^ 1);
+    else copy_async_commit();  // an empty group: the wait below always leaves one
+    copy_async_wait<1>();
+    __syncwarp();  // every lane's copies of this tile have landed
+    const char* ks = my_stages + st * L::kStageBytes;
+    const char* vs = ks + kTile * L::kKPitch;
     float sh[2][4] = {}, sl[2][4] = {};  // S^T from Q's hi and lo parts, n8 tiles of positions 0-7, 8-15
 #pragma unroll
     for (int c = 0; c < D / 32; ++c) {
@@ -102,7 +144,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       const uint4 ql = *reinterpret_cast<const uint4*>(&q_lo[g][32 * c + 8 * t]);
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
-        const uint4 k = load8(kc + slot(8 * n + g) * kv_row + 32 * c + 8 * t);
+        const uint4 k = load8(reinterpret_cast<const E*>(ks + (8 * n + g) * L::kKPitch) + 32 * c + 8 * t);
         mma<M>(sh[n], qh.x, 0u, qh.y, 0u, k.x, k.y);
         mma<M>(sh[n], qh.z, 0u, qh.w, 0u, k.z, k.w);
         mma<M>(sl[n], ql.x, 0u, ql.y, 0u, k.x, k.y);
@@ -114,7 +156,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int u = 0; u < 4; ++u) {
       p[u] = sh[u / 2][u % 2] + sl[u / 2][u % 2];
       if constexpr (kInt8) {
-        const int64_t at = slot(tile_u[u]) * a.nkv + kvh;
+        const int64_t at = slot(p0, tile_u[u]) * a.nkv + kvh;
         p[u] *= a.k_scale[at], v_scale[u] = a.v_scale[at];
       }
       if (p0 + tile_u[u] >= row_end) p[u] = -INFINITY;
@@ -139,7 +181,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int b = 0; b < D / 64; ++b) {
       uint4 v[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) v[u] = load8(vc + slot(tile_u[u]) * kv_row + 64 * b + 8 * g);
+      for (int u = 0; u < 4; ++u) v[u] = load8(reinterpret_cast<const E*>(vs + tile_u[u] * L::kVPitch) + 64 * b + 8 * g);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int low = j / 2, high = 2 + j / 2;  // the words of elements j and 4 + j
@@ -154,16 +196,20 @@ __global__ void __launch_bounds__(kWarps * 32)
         mma<M>(o, a0, a1, a2, a3, pl[0], pl[1]);
       }
     }
+    __syncwarp();  // the stage is refilled next-but-one tile
   }
+  copy_async_wait<0>();
+  __syncwarp();
   l += __shfl_xor_sync(~0u, l, 1);
   l += __shfl_xor_sync(~0u, l, 2);
   if (t == 0) warp_ml[warp][g][0] = m, warp_ml[warp][g][1] = l;
+  auto warp_o = [&](int w) { return reinterpret_cast<float(*)[D]>(stages + w * 2 * L::kStageBytes); };  // [8][D]
 #pragma unroll
   for (int b = 0; b < D / 64; ++b)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) warp_o[warp][2 * t + i % 2][64 * b + 8 * g + 4 * (i / 2) + j] = acc[b][j][i];
+      for (int i = 0; i < 4; ++i) warp_o(warp)[2 * t + i % 2][64 * b + 8 * g + 4 * (i / 2) + j] = acc[b][j][i];
   __syncthreads();
   // The warps merge in a fixed order (graph replays and eager steps agree bit for bit).
   for (int i = threadIdx.x; i < used * D; i += blockDim.x) {
@@ -175,7 +221,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float weight = warp_ml[w][qr][1] > 0.0f ? exp2f(warp_ml[w][qr][0] - mr) : 0.0f;
-      lr += weight * warp_ml[w][qr][1], o += weight * warp_o[w][qr][e];
+      lr += weight * warp_ml[w][qr][1], o += weight * warp_o(w)[qr][e];
     }
     const int64_t h = int64_t(t0 + qr / G) * a.nh + kvh * G + qr % G;
     if (splits == 1) {
@@ -199,13 +245,16 @@ int tensor_core_decode_rows(const Launch& l, const PagedAttentionArgs& a) {
 }
 
 void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
-                               int split_len, int R) {
+                               int R) {
   with_cache_type(a.cache_type, [&](auto e) {
     using E = decltype(e);
     if constexpr (!std::is_same_v<E, float>) {
       auto go = [&](auto d) {
-        launch_overlapping(l, tensor_core_decode_kernel<E, decltype(d)::value>, dim3(a.nkv, a.T, splits),
-                           kWarps * 32, 0, a, part_o, part_ml, splits, split_len, R);
+        constexpr int D = decltype(d)::value;
+        auto kernel = tensor_core_decode_kernel<E, D>;
+        const size_t smem = DecodeShared<E, D>::kBytes;
+        GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kWarps * 32, smem, a, part_o, part_ml, splits, R);
       };
       if (a.d == 64) go(std::integral_constant<int, 64>{});
       else if (a.d == 128) go(std::integral_constant<int, 128>{});
@@ -218,7 +267,7 @@ void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, flo
 #else  // HIP: no tensor cores on gfx906
 
 int tensor_core_decode_rows(const Launch&, const PagedAttentionArgs&) { return 0; }
-void launch_tensor_core_decode(const Launch&, const PagedAttentionArgs&, float*, float*, int, int, int) {
+void launch_tensor_core_decode(const Launch&, const PagedAttentionArgs&, float*, float*, int, int) {
   fail_call("launch_tensor_core_decode", __FILE__, __LINE__, "no tensor cores in this build");
 }
 

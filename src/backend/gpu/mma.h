@@ -67,5 +67,17 @@ __device__ __forceinline__ uint4 int8_pairs(uint2 raw) {
   return make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
 }
 
+// ---- asynchronous copies global -> shared memory (cp.async, sm_80+) ----
+__device__ __forceinline__ void copy_async16(void* shared, const void* global) {
+  const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(global));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 }  // namespace dcu::gpu
 #endif
