@@ -2,8 +2,8 @@
 // interface (what the model runner calls). Not a test: prints tables for docs/PERFORMANCE_GPU.md.
 //   copy bandwidth (read + write) as the ceiling; matmul GB/s for decode (T = 1, 8, 16) and TFLOP/s for
 //   prefill (T = 2048, both precision modes); paged attention and the delta rule at decode and prefill;
-//   the small per-layer ops; the sum of kernel times of one 27B decode step at batch 1; and the
-//   logit summary that sampling runs every step.
+//   prefill attention's TFLOP/s (bf16 and int8 KV); the small per-layer ops; the sum of kernel times of
+//   one 27B decode step at batch 1; and the logit summary that sampling runs every step.
 // Usage: gpu_kernel_bench [device index] [sampling | decode | attention] (one table only). Weights are rotated through >= 512 MB of copies so that
 // repeated calls stream from HBM, not from L2.
 
@@ -200,6 +200,32 @@ void attention_tables(Backend& be, double copy_bw) {
   run(1, 0, 2048);                        // prefill
 }
 
+// Prefill attention with the 27B layout for each server KV cache type: prompts from position 0 and a
+// chunk after a long context. Causal flops: 4 nh d per (query row, visible position), Q K^T and P V.
+void prefill_attention_table(Backend& be) {
+  std::printf("\n## Prefill attention (nh 24, nkv 4, d 256)\n\n");
+  std::printf("| case | KV | time us | TFLOP/s |\n|---|---|---|---|\n");
+  std::mt19937 rng(4);
+  auto run = [&](int ctx, int rows, DType type) {
+    const int bs = 16, blocks = (ctx + rows + bs - 1) / bs + 1;
+    TestBatch batch(be, {{ctx, rows}}, bs, blocks, 1, rng);
+    const int64_t T = batch.host.num_tokens();
+    Buffer kc(be, type, {blocks, bs, 4, 256}), vc(be, type, {blocks, bs, 4, 256});
+    Buffer ks(be, DType::F32, {blocks, bs, 4}), vs(be, DType::F32, {blocks, bs, 4});
+    Buffer q(be, DType::F32, {T, 24, 256}), out(be, DType::F32, {T, 24, 256});
+    const PagedKv cache = type == DType::I8 ? PagedKv{kc.t, vc.t, bs, ks.t, vs.t} : PagedKv{kc.t, vc.t, bs};
+    const double us = time_us(be, [&](int) { be.paged_attention(q.t, cache, batch.device_layout, 0.0625f, out.t); }, 3);
+    const double flops = 4.0 * 24 * 256 * (double(rows) * (ctx + 1) + double(rows) * (rows - 1) / 2);
+    std::printf("| %d new tokens at context %d | %s | %.0f | %.1f |\n", rows, ctx, std::string(dtype_name(type)).c_str(), us,
+                flops / us / 1e6);
+  };
+  for (DType type : {DType::BF16, DType::I8}) {
+    run(0, 2048, type);
+    run(0, 8192, type);
+    run(30000, 2048, type);  // a chunk of a long prompt
+  }
+}
+
 // The delta rule with the 27B GDN dims (Hk 16, Hv 48, dk = dv = 128).
 void delta_rule_tables(Backend& be) {
   std::printf("\n## Gated delta rule (Hk 16, Hv 48, dk = dv = 128, f32 state)\n\n");
@@ -344,6 +370,7 @@ int main(int argc, char** argv) {
   }
   if (only == "attention") {
     attention_tables(*exact, copy_bandwidth(*exact));
+    prefill_attention_table(*exact);
     return 0;
   }
   if (only == "delta") {
@@ -366,6 +393,7 @@ int main(int argc, char** argv) {
   quantized_matmul_table(*exact, bw, "GEMV (f32 mode)");
   quantized_matmul_table(*fast, bw, "tensor cores (bf16 mode)");
   attention_tables(*exact, bw);
+  prefill_attention_table(*exact);
   delta_rule_tables(*exact);
   step_sum(*exact, *exact);
   decode_paths_table(device, bw);

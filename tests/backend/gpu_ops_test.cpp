@@ -372,45 +372,52 @@ TEST_P(GpuOps, DecodeAttentionAtLongContexts) {
   check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, rng, {{60000, 4}, {20000, 4}});
 }
 
-// The 8-bit KV cache (--kv-cache-dtype int8): the GPU writes the codes and scales the CPU writes (a code
-// may differ by one where x / scale lands on a rounding tie), and both attend alike over one
-// CPU-written cache, in the decode kernel and in the prefill kernel.
+// The 8-bit KV cache (--kv-cache-dtype int8) for one step: the GPU writes the codes and scales the CPU
+// writes (a code may differ by one where x / scale lands on a rounding tie), and both attend alike over
+// one CPU-written cache.
+void check_int8_attention(Backend& gpu, const AttnShape& s, std::mt19937& rng,
+                          const std::vector<std::pair<int, int>>& seqs) {
+  const int bs = 16;
+  int blocks = 8;
+  for (auto [ctx, n] : seqs) blocks += (ctx + n + bs - 1) / bs;
+  TestBatch batch(gpu, seqs, bs, blocks, int(seqs.size()), rng);
+  const int64_t T = batch.host.num_tokens();
+  HostTensor k(DType::F32, {T, s.nkv, s.d}), v(DType::F32, {T, s.nkv, s.d}), q(DType::F32, {T, s.nh, s.d}),
+      out(DType::F32, {T, s.nh, s.d});
+  k.random(rng, -2, 2), v.random(rng, -2, 2), q.random(rng, -2, 2);
+  HostTensor kc(DType::I8, {blocks, bs, s.nkv, s.d}), vc(DType::I8, {blocks, bs, s.nkv, s.d});
+  HostTensor ks(DType::F32, {blocks, bs, s.nkv}), vs(DType::F32, {blocks, bs, s.nkv});
+  kc.random(rng, -127, 127), vc.random(rng, -127, 127), ks.random(rng, 0.001f, 0.02f), vs.random(rng, 0.001f, 0.02f);
+  DeviceTensor dkc(gpu, kc), dvc(gpu, vc), dks(gpu, ks), dvs(gpu, vs), dk(gpu, k), dv(gpu, v), dq(gpu, q),
+      dout(gpu, out);
+  PagedKv cpu_cache{kc.t, vc.t, bs, ks.t, vs.t}, gpu_cache{dkc.t, dvc.t, bs, dks.t, dvs.t};
+  cpu::kv_cache_write(k.t, v.t, batch.host_layout, cpu_cache);
+  gpu.kv_cache_write(dk.t, dv.t, batch.device_layout, gpu_cache);
+  for (auto [device, host] : {std::pair{&dkc, &kc}, std::pair{&dvc, &vc}}) {
+    const std::vector<float> got = device->floats(), want = host->floats();
+    float most = 0;
+    for (size_t i = 0; i < got.size(); ++i) most = std::max(most, std::fabs(got[i] - want[i]));
+    EXPECT_LE(most, 1.0f) << "codes, nh=" << s.nh;
+  }
+  EXPECT_LT(relative_error(dks.floats(), ks.floats()), 1e-6f) << "k scales, nh=" << s.nh;
+  EXPECT_LT(relative_error(dvs.floats(), vs.floats()), 1e-6f) << "v scales, nh=" << s.nh;
+  DeviceTensor ekc(gpu, kc), evc(gpu, vc), eks(gpu, ks), evs(gpu, vs);
+  const PagedKv same{ekc.t, evc.t, bs, eks.t, evs.t};
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  cpu::paged_attention(q.t, cpu_cache, batch.host_layout, scale, out.t);
+  gpu.paged_attention(dq.t, same, batch.device_layout, scale, dout.t);
+  EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f) << "attention nh=" << s.nh << " d=" << s.d << " T=" << T;
+  const std::vector<float> first = dout.floats();
+  gpu.paged_attention(dq.t, same, batch.device_layout, scale, dout.t);
+  EXPECT_TRUE(first == dout.floats()) << "a second run differs";
+}
+
+// The int8 cache in the decode kernel and in the prefill kernel.
 TEST_P(GpuOps, Int8KvCache) {
   const std::vector<std::vector<std::pair<int, int>>> steps = {{{700, 1}, {0, 37}, {3000, 3}, {15, 1}},
                                                                {{0, 600}, {100, 300}}};
   for (const AttnShape& s : {kAttnShapes[0], kAttnShapes[1]})
-    for (const auto& seqs : steps) {
-      const int bs = 16;
-      int blocks = 8;
-      for (auto [ctx, n] : seqs) blocks += (ctx + n + bs - 1) / bs;
-      TestBatch batch(*gpu, seqs, bs, blocks, int(seqs.size()), rng);
-      const int64_t T = batch.host.num_tokens();
-      HostTensor k(DType::F32, {T, s.nkv, s.d}), v(DType::F32, {T, s.nkv, s.d}), q(DType::F32, {T, s.nh, s.d}),
-          out(DType::F32, {T, s.nh, s.d});
-      k.random(rng, -2, 2), v.random(rng, -2, 2), q.random(rng, -2, 2);
-      HostTensor kc(DType::I8, {blocks, bs, s.nkv, s.d}), vc(DType::I8, {blocks, bs, s.nkv, s.d});
-      HostTensor ks(DType::F32, {blocks, bs, s.nkv}), vs(DType::F32, {blocks, bs, s.nkv});
-      kc.random(rng, -127, 127), vc.random(rng, -127, 127), ks.random(rng, 0.001f, 0.02f), vs.random(rng, 0.001f, 0.02f);
-      DeviceTensor dkc(*gpu, kc), dvc(*gpu, vc), dks(*gpu, ks), dvs(*gpu, vs), dk(*gpu, k), dv(*gpu, v), dq(*gpu, q),
-          dout(*gpu, out);
-      PagedKv cpu_cache{kc.t, vc.t, bs, ks.t, vs.t}, gpu_cache{dkc.t, dvc.t, bs, dks.t, dvs.t};
-      cpu::kv_cache_write(k.t, v.t, batch.host_layout, cpu_cache);
-      gpu->kv_cache_write(dk.t, dv.t, batch.device_layout, gpu_cache);
-      for (auto [device, host] : {std::pair{&dkc, &kc}, std::pair{&dvc, &vc}}) {
-        const std::vector<float> got = device->floats(), want = host->floats();
-        float most = 0;
-        for (size_t i = 0; i < got.size(); ++i) most = std::max(most, std::fabs(got[i] - want[i]));
-        EXPECT_LE(most, 1.0f) << "codes, nh=" << s.nh;
-      }
-      EXPECT_LT(relative_error(dks.floats(), ks.floats()), 1e-6f) << "k scales, nh=" << s.nh;
-      EXPECT_LT(relative_error(dvs.floats(), vs.floats()), 1e-6f) << "v scales, nh=" << s.nh;
-      DeviceTensor ekc(*gpu, kc), evc(*gpu, vc), eks(*gpu, ks), evs(*gpu, vs);
-      const PagedKv same{ekc.t, evc.t, bs, eks.t, evs.t};
-      const float scale = 1.0f / std::sqrt(float(s.d));
-      cpu::paged_attention(q.t, cpu_cache, batch.host_layout, scale, out.t);
-      gpu->paged_attention(dq.t, same, batch.device_layout, scale, dout.t);
-      EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f) << "attention nh=" << s.nh << " T=" << T;
-    }
+    for (const auto& seqs : steps) check_int8_attention(*gpu, s, rng, seqs);
 }
 
 // A step graph pads the position limit to a power of two: the split decode kernel must give the same
@@ -434,6 +441,24 @@ TEST_P(GpuOps, PrefillAttention) {
   for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::F32, rng, seqs);
   check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, rng, seqs);
   check_paged_attention(*gpu, kAttnShapes[2], DType::F16, rng, {{0, 77}, {5, 70}});
+}
+
+// The prefill kernel's tensor-core form (NVIDIA, native warps; the 64-lane run checks the portable
+// kernel on the same steps) at each head dim and 16-bit or int8 cache: a 2000-token prompt, chunked
+// continuations (context before + new rows), and short sequences whose rows share the kernel's blocks
+// (bq = 64 / G token rows each: 16 at G = 4, 10 at G = 6).
+TEST_P(GpuOps, PrefillAttentionHeadDimsAndCacheTypes) {
+  const std::vector<AttnShape> shapes = {{8, 2, 64, 16}, {12, 2, 128, 32}, kAttnShapes[0]};
+  const std::vector<std::vector<std::pair<int, int>>> steps = {
+      {{0, 2000}},
+      {{1500, 300}, {40, 100}},
+      {{0, 37}, {5, 3}, {100, 70}, {20, 2}, {9, 1}, {0, 17}}};
+  for (const AttnShape& s : shapes)
+    for (const auto& seqs : steps) {
+      check_paged_attention(*gpu, s, DType::BF16, rng, seqs);
+      check_paged_attention(*gpu, s, DType::F16, rng, seqs);
+      check_int8_attention(*gpu, s, rng, seqs);
+    }
 }
 
 TEST_P(GpuOps, GdnConvAndGates) {

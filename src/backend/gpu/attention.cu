@@ -1,7 +1,8 @@
 // Gated full attention: q/k preparation (de-interleave, zero-centered norm, partial NeoX RoPE), paged
 // KV writes, and causal GQA attention over the paged cache: steps with few rows per sequence (decode,
 // speculative verify) go to the split decode kernel (decode_attention.cu); steps with a long run of
-// rows (prefill) to prefill_attention_kernel, whose tiles of rows share K/V tiles in shared memory.
+// rows (prefill) to prefill_attention_kernel, whose tiles of rows share K/V tiles in shared memory, or
+// on NVIDIA with a 16-bit or int8 cache to its tensor-core form (prefill_attention_tensor_core.cu).
 
 #include <algorithm>
 #include <cmath>
@@ -275,8 +276,13 @@ void launch_paged_attention(const Launch& l, const PagedAttentionArgs& a, Scratc
   // Many rows per sequence (prefill, chunked prefill): the tiled kernel, K/V shared by bq rows.
   if (a.T >= kPrefillMinRows && a.T >= kPrefillRowsPerSeq * a.num_seqs && a.max_seq_rows > kDecodeMaxRows && G <= 32 &&
       (a.d == 64 || a.d == 128 || a.d == 256)) {
-    // 64 x 32 tiles on NVIDIA (109 KiB of shared memory at d = 256, two blocks per SM); 32 x 16 on
-    // wave64 (gfx906 has 64 KiB of LDS per block), also run on NVIDIA in its wave64 verification mode.
+    if (tensor_core_prefill_fits(l, a)) {
+      launch_tensor_core_prefill(l, a);
+      return;
+    }
+    // 64 x 32 tiles on NVIDIA (f32 caches: 109 KiB of shared memory at d = 256, two blocks per SM);
+    // 32 x 16 on wave64 (gfx906 has 64 KiB of LDS per block), also run on NVIDIA in its wave64
+    // verification mode.
     with_cache_type(a.cache_type, [&](auto e) {
       auto go = [&](auto d, auto tq, auto tkv) {
         constexpr int D = decltype(d)::value, TQ = decltype(tq)::value, TKV = decltype(tkv)::value;

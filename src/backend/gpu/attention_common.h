@@ -1,5 +1,6 @@
 #pragma once
-// Device helpers shared by the attention kernels (attention.cu, decode_attention.cu).
+// Device helpers shared by the attention kernels (attention.cu, decode_attention.cu and their tensor-core
+// variants).
 
 #include <type_traits>
 
@@ -62,6 +63,12 @@ __device__ __forceinline__ void load_elements(const E* p, float (&out)[C]) {
 int tensor_core_decode_rows(const Launch& l, const PagedAttentionArgs& a);
 void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
                                int R);
+
+// prefill_attention_tensor_core.cu (CUDA): whether the tensor-core prefill kernel serves a step that
+// attention.cu's tiled prefill kernel would (native 32-lane warps, 16-bit and int8 caches, d 64, 128
+// or 256, GQA groups up to 64); its launch. HIP builds: false.
+bool tensor_core_prefill_fits(const Launch& l, const PagedAttentionArgs& a);
+void launch_tensor_core_prefill(const Launch& l, const PagedAttentionArgs& a);
 
 // Paged attention for steps of few rows per sequence (decode, speculative verify): split over the
 // context (flash-decoding), then merged. Writes a.out.
