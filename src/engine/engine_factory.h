@@ -25,7 +25,7 @@ struct EngineOptions {
   int master_port = 29500;
   int max_model_len = 0;                  // 0: the model's max_position_embeddings
   int max_num_seqs = 256;                 // sequences running at once
-  int max_num_batched_tokens = 0;         // token budget per step; 0: max(2048, max_model_len) capped at 8192
+  int max_num_batched_tokens = 0;         // token budget per step; 0: 2048
   int max_waiting_requests = 1024;        // beyond this, submit() answers "retry later"
   double gpu_memory_utilization = 0.9;    // fraction of device memory the server may use
   std::optional<int64_t> kv_cache_memory_bytes;  // exact KV + state budget; overrides the fraction

@@ -4,16 +4,18 @@
 // cache that is 12 flops per byte, more than an H200's f32 cores sustain at its memory bandwidth; the
 // tensor cores do it at a fraction of their rate.
 //
-// A block serves one KV head, one context split and R rows of one sequence, R G <= 8 query rows
-// (row r, head h at r G + h), with kWarps warps taking 16-position tiles of the split in turn. Per tile
-// a warp computes S^T [query rows x 16 positions] = Q K^T as two n8 tiles, k over d: lane (g, t) loads
-// 16 bytes of K rows g and 8 + g at d = 32 c + 8 t, which fill its B slots of two k16 multiplies; Q's
-// A slots take the same permutation of d (as in matmul_tensor_core.cu), so the sums are unchanged and
-// every load is a 16-byte vector. S^T's C fragment holds (query row g, positions 2t, 2t + 1, 8 + 2t,
-// 9 + 2t): exactly the B fragment of P^T in O^T [d x query rows] = V^T P^T, so the probabilities
-// never leave the lane. V^T's A fragment wants pairs of positions for one d: lane (g, t) loads 16
-// bytes of V rows 2t, 2t + 1, 8 + 2t, 9 + 2t at d = 64 b + 8 g and pairs them with byte permutes;
-// m-tile (b, j) has d = 64 b + 8 g + j in its row g and 64 b + 8 g + 4 + j in its row g + 8.
+// A block serves one KV head, one context split and R rows of one sequence, R G <= 16 query rows
+// (row r, head h at r G + h; one n8 tile of 8 for decode steps, two for verify steps of more rows),
+// with kWarps warps taking 16-position tiles of the split in turn. Per tile a warp computes
+// S^T [16 query rows x 16 positions] = Q K^T as two n8 tiles, k over d: lane (g, t) loads 16 bytes of
+// K rows g and 8 + g at d = 32 c + 8 t, which fill its B slots of two k16 multiplies; Q's A slots take
+// the same permutation of d (as in matmul_tensor_core.cu), so the sums are unchanged and every load is
+// a 16-byte vector. S^T's C fragment holds (query rows g and 8 + g, positions 2t, 2t + 1, 8 + 2t,
+// 9 + 2t): per n8 tile of query rows exactly the B fragment of P^T in O^T [d x query rows] = V^T P^T,
+// so the probabilities never leave the lane. V^T's A fragment wants pairs of positions for one d:
+// lane (g, t) loads 16 bytes of V rows 2t, 2t + 1, 8 + 2t, 9 + 2t at d = 64 b + 8 g and pairs them
+// with byte permutes; m-tile (b, j) has d = 64 b + 8 g + j in its row g and 64 b + 8 g + 4 + j in its
+// row g + 8.
 //
 // Q and P enter as hi + lo 16-bit parts (two multiplies each), so scores and outputs keep about 16
 // bits; K and V are exact (a 16-bit cache, or int8 codes, exact in bf16, with the rows' scales applied
@@ -31,7 +33,7 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kTile = 16;       // positions a warp takes at once
-constexpr int kQueryRows = 8;   // (row, head) pairs of a block: one n8 tile of P^T
+constexpr int kMaxQueryTiles = 2;  // n8 tiles of (row, head) pairs a block serves: 8 or 16 query rows
 
 template <typename E> using MmaOf = std::conditional_t<std::is_same_v<E, F16>, F16, Bf16>;
 
@@ -48,8 +50,9 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
 
 // Shared memory of a block: the query rows (hi, lo), each warp's (max, sum) per query row, and each
 // warp's two tile stages (K rows, then V rows; the warp's partial output once its walk is done).
-template <typename E, int D>
+template <typename E, int D, int NQ>
 struct DecodeShared {
+  static constexpr int kQueryRows = 8 * NQ;
   static constexpr int kQueryPitch = D + 32;  // u16: the 8 lanes of a quarter warp (two rows) hit distinct banks
   static constexpr int kRowBytes = D * int(sizeof(E));
   // K rows are read 16 bytes at d = 32 c + 8 t for rows g, g + 8 (pitch 64 bytes past a multiple of
@@ -62,12 +65,15 @@ struct DecodeShared {
   static_assert(2 * kStageBytes >= int(sizeof(float)) * kQueryRows * D, "a warp's output fits its stages");
 };
 
-template <typename E, int D>
+// NQ n8 tiles of query rows: 1 for decode steps, 2 for verify steps of more than 8 / G rows (the m16
+// tile of Q K^T then fills both its row halves, P^T V runs per query tile).
+template <typename E, int D, int NQ>
 __global__ void __launch_bounds__(kWarps * 32)
     tensor_core_decode_kernel(PagedAttentionArgs a, float* part_o, float* part_ml, int splits, int R) {
 #if __CUDA_ARCH__ >= 800
   using M = MmaOf<E>;
-  using L = DecodeShared<E, D>;
+  using L = DecodeShared<E, D, NQ>;
+  constexpr int kQueryRows = L::kQueryRows;
   constexpr bool kInt8 = std::is_same_v<E, Int8Code>;
   extern __shared__ uint4 smem4[];
   auto q_hi = reinterpret_cast<uint16_t(*)[L::kQueryPitch]>(smem4);  // [kQueryRows][kQueryPitch]
@@ -103,7 +109,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   // Every position below the block's last row's is written; its rows' scores are masked each at its own.
   const int length = a.positions[t0 + rows - 1] + 1, split_len = split_length(length, splits);
   const int begin = split * split_len, end = min(length, begin + split_len);
-  const int row_end = g < used ? a.positions[t0 + g / G] + 1 : 0;  // query row g attends below this
+  int row_end[NQ];  // query row 8 i + g attends below row_end[i]
+#pragma unroll
+  for (int i = 0; i < NQ; ++i) row_end[i] = 8 * i + g < used ? a.positions[t0 + (8 * i + g) / G] + 1 : 0;
   const int tile_u[4] = {2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t};    // the positions of the lane's scores
   // A tile lies in one cache block (block sizes are multiples of 16, tiles start at multiples of 16);
   // positions past the end take position p0's row, finite, and their scores are masked.
@@ -121,13 +129,16 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int i = lane; i < kTile * kPieces; i += 32) {
       const int u = i / kPieces, c = 16 * (i % kPieces);
       const int64_t at = slot(p0, u) * kv_row * int64_t(sizeof(E)) + c;
-      copy_async16(ks + u * L::kKPitch + c, kc + at);
-      copy_async16(vs + u * L::kVPitch + c, vc + at);
+      copy_async<16>(shared_address(ks + u * L::kKPitch + c), kc + at);
+      copy_async<16>(shared_address(vs + u * L::kVPitch + c), vc + at);
     }
     copy_async_commit();
   };
-  float m = -INFINITY, l = 0.0f;  // query row g's running max (base 2) and this lane's part of its sum
-  float acc[D / 64][4][4] = {};   // O^T m-tiles (b, j), see the top
+  // Query row 8 i + g's running max (base 2) and this lane's part of its sum; O^T m-tiles (b, j) of
+  // query tile i, see the top.
+  float m[NQ], l[NQ], acc[NQ][D / 64][4][4] = {};
+#pragma unroll
+  for (int i = 0; i < NQ; ++i) m[i] = -INFINITY, l[i] = 0.0f;
   constexpr int kStride = kTile * kWarps;
   if (begin + kTile * warp < end) fetch(begin + kTile * warp, 0);
   for (int p0 = begin + kTile * warp, st = 0; p0 < end; p0 += kStride, st ^= 1) {
@@ -137,46 +148,59 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncwarp();  // every lane's copies of this tile have landed
     const char* ks = my_stages + st * L::kStageBytes;
     const char* vs = ks + kTile * L::kKPitch;
-    float sh[2][4] = {}, sl[2][4] = {};  // S^T from Q's hi and lo parts, n8 tiles of positions 0-7, 8-15
+    // S^T from Q's hi and lo parts, n8 tiles of positions 0-7, 8-15; query rows g (and g + 8: NQ = 2)
+    float sh[2][4] = {}, sl[2][4] = {};
 #pragma unroll
     for (int c = 0; c < D / 32; ++c) {
-      const uint4 qh = *reinterpret_cast<const uint4*>(&q_hi[g][32 * c + 8 * t]);
-      const uint4 ql = *reinterpret_cast<const uint4*>(&q_lo[g][32 * c + 8 * t]);
+      uint4 qh[2] = {}, ql[2] = {};
+#pragma unroll
+      for (int i = 0; i < NQ; ++i) {
+        qh[i] = *reinterpret_cast<const uint4*>(&q_hi[8 * i + g][32 * c + 8 * t]);
+        ql[i] = *reinterpret_cast<const uint4*>(&q_lo[8 * i + g][32 * c + 8 * t]);
+      }
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
         const uint4 k = load8(reinterpret_cast<const E*>(ks + (8 * n + g) * L::kKPitch) + 32 * c + 8 * t);
-        mma<M>(sh[n], qh.x, 0u, qh.y, 0u, k.x, k.y);
-        mma<M>(sh[n], qh.z, 0u, qh.w, 0u, k.z, k.w);
-        mma<M>(sl[n], ql.x, 0u, ql.y, 0u, k.x, k.y);
-        mma<M>(sl[n], ql.z, 0u, ql.w, 0u, k.z, k.w);
+        mma<M>(sh[n], qh[0].x, qh[1].x, qh[0].y, qh[1].y, k.x, k.y);
+        mma<M>(sh[n], qh[0].z, qh[1].z, qh[0].w, qh[1].w, k.z, k.w);
+        mma<M>(sl[n], ql[0].x, ql[1].x, ql[0].y, ql[1].y, k.x, k.y);
+        mma<M>(sl[n], ql[0].z, ql[1].z, ql[0].w, ql[1].w, k.z, k.w);
       }
     }
-    float p[4], v_scale[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      p[u] = sh[u / 2][u % 2] + sl[u / 2][u % 2];
-      if constexpr (kInt8) {
-        const int64_t at = slot(p0, tile_u[u]) * a.nkv + kvh;
-        p[u] *= a.k_scale[at], v_scale[u] = a.v_scale[at];
-      }
-      if (p0 + tile_u[u] >= row_end) p[u] = -INFINITY;
-    }
-    float tile_max = fmaxf(fmaxf(p[0], p[1]), fmaxf(p[2], p[3]));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(~0u, tile_max, 1));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(~0u, tile_max, 2));
-    const float m_new = fmaxf(m, tile_max), ref = m_new == -INFINITY ? 0.0f : m_new;
-    const float corr = exp2f(m - ref);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) p[u] = exp2f(p[u] - ref);
-    l = l * corr + (p[0] + p[1]) + (p[2] + p[3]), m = m_new;
+    float v_scale[4] = {}, k_scale[4] = {};
     if constexpr (kInt8)
 #pragma unroll
-      for (int u = 0; u < 4; ++u) p[u] *= v_scale[u];
-    uint32_t ph[2], pl[2];
-    split_pair<M>(p[0], p[1], ph[0], pl[0]);
-    split_pair<M>(p[2], p[3], ph[1], pl[1]);
-    // The accumulators' columns are query rows 2t, 2t + 1, whose factors lanes 8t and 8t + 4 hold.
-    const float corr0 = __shfl_sync(~0u, corr, 8 * t), corr1 = __shfl_sync(~0u, corr, 8 * t + 4);
+      for (int u = 0; u < 4; ++u) {
+        const int64_t at = slot(p0, tile_u[u]) * a.nkv + kvh;
+        k_scale[u] = a.k_scale[at], v_scale[u] = a.v_scale[at];
+      }
+    uint32_t ph[NQ][2], pl[NQ][2];
+    float corr0[NQ], corr1[NQ];
+#pragma unroll
+    for (int i = 0; i < NQ; ++i) {
+      float p[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        p[u] = sh[u / 2][2 * i + u % 2] + sl[u / 2][2 * i + u % 2];
+        if constexpr (kInt8) p[u] *= k_scale[u];
+        if (p0 + tile_u[u] >= row_end[i]) p[u] = -INFINITY;
+      }
+      float tile_max = fmaxf(fmaxf(p[0], p[1]), fmaxf(p[2], p[3]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(~0u, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(~0u, tile_max, 2));
+      const float m_new = fmaxf(m[i], tile_max), ref = m_new == -INFINITY ? 0.0f : m_new;
+      const float corr = exp2f(m[i] - ref);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) p[u] = exp2f(p[u] - ref);
+      l[i] = l[i] * corr + (p[0] + p[1]) + (p[2] + p[3]), m[i] = m_new;
+      if constexpr (kInt8)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) p[u] *= v_scale[u];
+      split_pair<M>(p[0], p[1], ph[i][0], pl[i][0]);
+      split_pair<M>(p[2], p[3], ph[i][1], pl[i][1]);
+      // The accumulators' columns are query rows 8 i + 2t, + 1, whose factors lanes 8t and 8t + 4 hold.
+      corr0[i] = __shfl_sync(~0u, corr, 8 * t), corr1[i] = __shfl_sync(~0u, corr, 8 * t + 4);
+    }
 #pragma unroll
     for (int b = 0; b < D / 64; ++b) {
       uint4 v[4];
@@ -190,26 +214,33 @@ __global__ void __launch_bounds__(kWarps * 32)
         const uint32_t a1 = __byte_perm(word(v[0], high), word(v[1], high), sel);
         const uint32_t a2 = __byte_perm(word(v[2], low), word(v[3], low), sel);
         const uint32_t a3 = __byte_perm(word(v[2], high), word(v[3], high), sel);
-        float(&o)[4] = acc[b][j];
-        o[0] *= corr0, o[1] *= corr1, o[2] *= corr0, o[3] *= corr1;
-        mma<M>(o, a0, a1, a2, a3, ph[0], ph[1]);
-        mma<M>(o, a0, a1, a2, a3, pl[0], pl[1]);
+#pragma unroll
+        for (int i = 0; i < NQ; ++i) {
+          float(&o)[4] = acc[i][b][j];
+          o[0] *= corr0[i], o[1] *= corr1[i], o[2] *= corr0[i], o[3] *= corr1[i];
+          mma<M>(o, a0, a1, a2, a3, ph[i][0], ph[i][1]);
+          mma<M>(o, a0, a1, a2, a3, pl[i][0], pl[i][1]);
+        }
       }
     }
     __syncwarp();  // the stage is refilled next-but-one tile
   }
   copy_async_wait<0>();
   __syncwarp();
-  l += __shfl_xor_sync(~0u, l, 1);
-  l += __shfl_xor_sync(~0u, l, 2);
-  if (t == 0) warp_ml[warp][g][0] = m, warp_ml[warp][g][1] = l;
-  auto warp_o = [&](int w) { return reinterpret_cast<float(*)[D]>(stages + w * 2 * L::kStageBytes); };  // [8][D]
+  auto warp_o = [&](int w) { return reinterpret_cast<float(*)[D]>(stages + w * 2 * L::kStageBytes); };  // [kQueryRows][D]
 #pragma unroll
-  for (int b = 0; b < D / 64; ++b)
+  for (int i = 0; i < NQ; ++i) {
+    l[i] += __shfl_xor_sync(~0u, l[i], 1);
+    l[i] += __shfl_xor_sync(~0u, l[i], 2);
+    if (t == 0) warp_ml[warp][8 * i + g][0] = m[i], warp_ml[warp][8 * i + g][1] = l[i];
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int b = 0; b < D / 64; ++b)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) warp_o(warp)[2 * t + i % 2][64 * b + 8 * g + 4 * (i / 2) + j] = acc[b][j][i];
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          warp_o(warp)[8 * i + 2 * t + r % 2][64 * b + 8 * g + 4 * (r / 2) + j] = acc[i][b][j][r];
+  }
   __syncthreads();
   // The warps merge in a fixed order (graph replays and eager steps agree bit for bit).
   for (int i = threadIdx.x; i < used * D; i += blockDim.x) {
@@ -240,8 +271,8 @@ int tensor_core_decode_rows(const Launch& l, const PagedAttentionArgs& a) {
   const int G = a.nh / a.nkv;
   const bool fits = l.lanes == 32 && (a.cache_type == DType::BF16 || a.cache_type == DType::F16 ||
                                       a.cache_type == DType::I8) &&
-                    (a.d == 64 || a.d == 128 || a.d == 256) && G <= kQueryRows && a.block_size % kTile == 0;
-  return fits ? std::min(kQueryRows / G, std::max(a.max_seq_rows, 1)) : 0;
+                    (a.d == 64 || a.d == 128 || a.d == 256) && G <= 8 && a.block_size % kTile == 0;
+  return fits ? std::min(8 * kMaxQueryTiles / G, std::max(a.max_seq_rows, 1)) : 0;
 }
 
 void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
@@ -249,16 +280,21 @@ void launch_tensor_core_decode(const Launch& l, const PagedAttentionArgs& a, flo
   with_cache_type(a.cache_type, [&](auto e) {
     using E = decltype(e);
     if constexpr (!std::is_same_v<E, float>) {
-      auto go = [&](auto d) {
-        constexpr int D = decltype(d)::value;
-        auto kernel = tensor_core_decode_kernel<E, D>;
-        const size_t smem = DecodeShared<E, D>::kBytes;
+      auto go = [&](auto d, auto nq) {
+        constexpr int D = decltype(d)::value, NQ = decltype(nq)::value;
+        auto kernel = tensor_core_decode_kernel<E, D, NQ>;
+        const size_t smem = DecodeShared<E, D, NQ>::kBytes;
         GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         launch_overlapping(l, kernel, dim3(a.nkv, a.T, splits), kWarps * 32, smem, a, part_o, part_ml, splits, R);
       };
-      if (a.d == 64) go(std::integral_constant<int, 64>{});
-      else if (a.d == 128) go(std::integral_constant<int, 128>{});
-      else go(std::integral_constant<int, 256>{});
+      using std::integral_constant;
+      auto with_d = [&](auto nq) {
+        if (a.d == 64) go(integral_constant<int, 64>{}, nq);
+        else if (a.d == 128) go(integral_constant<int, 128>{}, nq);
+        else go(integral_constant<int, 256>{}, nq);
+      };
+      if (R * (a.nh / a.nkv) > 8) with_d(integral_constant<int, 2>{});
+      else with_d(integral_constant<int, 1>{});
     }
   });
   GPU_CHECK_LAUNCH();

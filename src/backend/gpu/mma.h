@@ -1,6 +1,6 @@
 #pragma once
 // Warp-level tensor-core multiplies (CUDA, sm_80+): mma.sync m16n8k16, 16-bit inputs, f32 accumulators,
-// and the 16-bit pairs their fragments hold. Lane l, g = l / 4, t = l % 4, holds
+// and the 16-bit pairs their fragments hold; the asynchronous copies that stage their tiles. Lane l, g = l / 4, t = l % 4, holds
 //   A (16 x 16, row-major): a0 = (row g, k 2t, 2t + 1), a1 = (row g + 8, same k),
 //                           a2 = (row g, k 2t + 8, 2t + 9), a3 = (row g + 8, same k);
 //   B (16 x 8):             b0 = (k 2t, 2t + 1, column g), b1 = (k 2t + 8, 2t + 9, column g);
@@ -68,15 +68,24 @@ __device__ __forceinline__ uint4 int8_pairs(uint2 raw) {
 }
 
 // ---- asynchronous copies global -> shared memory (cp.async, sm_80+) ----
-__device__ __forceinline__ void copy_async16(void* shared, const void* global) {
-  const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(global));
+// Bytes (16 or 4) to the shared-space address `to`; valid false: zeros, `from` not read.
+template <int Bytes>
+__device__ __forceinline__ void copy_async(uint32_t to, const void* from, bool valid = true) {
+  static_assert(Bytes == 16 || Bytes == 4);
+  if constexpr (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from), "r"(valid ? 16 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(to), "l"(from), "r"(valid ? 4 : 0) : "memory");
 }
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most N of this thread's committed groups are still in flight.
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are in flight (what landed is visible to
+// this thread; to the warp or block after a barrier).
 template <int N>
 __device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 }  // namespace dcu::gpu

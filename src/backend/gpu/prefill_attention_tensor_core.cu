@@ -59,18 +59,6 @@ __device__ __forceinline__ uint32_t chunk_at(int r, int ch) {
   return uint32_t(r * 2 * D + 16 * (ch ^ (((r & 1) << 2) | ((r >> 1) & 3))));
 }
 
-// 16 bytes (4 when Bytes = 4) global -> shared, asynchronously; valid false: zeros, src not read.
-template <int Bytes>
-__device__ __forceinline__ void copy_async(uint32_t dst, const void* src, bool valid) {
-  if constexpr (Bytes == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// This thread's copies have landed (visible to it; to the block after a barrier).
-__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
 // Four transposed 8 x 8 blocks of 16-bit elements: lane 8 i + r gives the address of row r of block i;
 // b[i] gets (rows 2t, 2t + 1; column g) of block i. Volatile: the tile's contents change between calls.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&b)[4]) {
@@ -162,11 +150,11 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
           copy_async<4>(shared_addr((k ? k_sc : v_sc) + j), (k ? a.k_scale : a.v_scale) + slot * a.nkv + kvh, valid);
         }
       }
-      copies_commit();
+      copy_async_commit();
     };
     // Waits for this thread's copies; int8 codes become exact bf16 pairs in `tile`. A barrier follows.
     auto landed = [&](unsigned char* tile) {
-      copies_wait();
+      copy_async_wait<0>();
       if constexpr (kInt8) {
         const int j = threadIdx.x / TPR;
         for (int ch = threadIdx.x % TPR; ch < D / 16; ch += TPR) {
