@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/request_reader.h"
 #include "server/router.h"
 
 namespace dcu::server {
@@ -99,11 +100,13 @@ struct HttpServer::Impl {
   std::mutex connections_mutex;
   std::list<std::weak_ptr<Connection>> connections;
   std::atomic<bool> stopped{false};
+  std::atomic<int> open_connections{0};  // sessions running (--max-concurrent-connections)
   bool catching_signals = false;
 
   std::chrono::seconds write_timeout() const { return std::chrono::seconds(ctx.config.write_timeout_seconds); }
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<Connection> conn);
+  net::awaitable<void> refuse_connection(std::shared_ptr<Connection> conn);
   net::awaitable<bool> write_response(Connection& conn, const HttpResponse& r, unsigned version, bool keep_alive);
   net::awaitable<void> refuse(Connection& conn, const ApiError& error);
   net::awaitable<bool> write_stream_header(Connection& conn, unsigned version, bool keep_alive);
@@ -196,11 +199,16 @@ net::awaitable<void> HttpServer::Impl::accept_loop() {
       continue;
     }
     auto conn = std::make_shared<Connection>(std::move(socket));
+    if (open_connections.load() >= ctx.config.max_connections) {
+      net::co_spawn(conn->stream.get_executor(), refuse_connection(conn), net::detached);
+      continue;
+    }
     {
       std::lock_guard lock(connections_mutex);
       connections.remove_if([](const auto& w) { return w.expired(); });
       connections.push_back(conn);
     }
+    ++open_connections;
     net::co_spawn(conn->stream.get_executor(), session(conn), net::detached);
   }
 }
@@ -227,51 +235,48 @@ net::awaitable<void> HttpServer::Impl::refuse(Connection& conn, const ApiError& 
   if (written) co_await linger_close(conn.stream);
 }
 
+net::awaitable<void> HttpServer::Impl::refuse_connection(std::shared_ptr<Connection> conn) {
+  co_await refuse(*conn, too_many_connections(ctx.config.max_connections));
+}
+
 net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn) {
+  struct Count {  // counted up by accept_loop, which starts the session
+    std::atomic<int>& open;
+    ~Count() { --open; }
+  } count{open_connections};
   auto& stream = conn->stream;
   beast::flat_buffer buffer;
   const auto& cfg = ctx.config;
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(64 * 1024);
-    parser.body_limit(cfg.max_body_bytes);
+    RequestParser parser;
+    apply_request_limits(parser, cfg);
     stream.expires_after(std::chrono::seconds(cfg.header_timeout_seconds));
     beast::error_code ec;
     co_await http::async_read_header(stream, buffer, parser, into(ec));
-    if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
-      if (parser.content_length() && *parser.content_length() > cfg.max_body_bytes) {
-        ec = http::error::body_limit;
-      } else {
-        http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
-        beast::error_code wec;
-        co_await http::async_write(stream, cont, into(wec));
-        if (wec) break;
+    if (!ec) {
+      if (auto refusal = check_request_header(parser, cfg)) {
+        co_await refuse(*conn, *refusal);
+        break;
       }
+    }
+    if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
+      http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
+      beast::error_code wec;
+      co_await http::async_write(stream, cont, into(wec));
+      if (wec) break;
     }
     if (!ec) {
       stream.expires_after(std::chrono::seconds(cfg.body_timeout_seconds));
       co_await http::async_read(stream, buffer, parser, into(ec));
     }
-    if (ec == http::error::body_limit) {
-      co_await refuse(*conn, payload_too_large(cfg.max_body_bytes));
-      break;
-    }
     if (ec) {
-      // A malformed request gets a 400; a closed or timed-out connection just ends.
-      if (ec.category() == http::make_error_code(http::error::bad_method).category() && ec != http::error::end_of_stream)
-        co_await refuse(*conn, invalid_request("Malformed HTTP request: " + ec.message()));
+      if (auto refusal = read_failure_response(ec, cfg)) co_await refuse(*conn, *refusal);
       break;
     }
     if (conn->stopping) break;
-    auto& req = parser.get();
-    HttpRequest request;
-    request.method = std::string(req.method_string());
-    const auto target = req.target();  // a boost::string_view before Boost 1.81
-    request.path = std::string(target.substr(0, target.find('?')));
-    request.authorization = std::string(req[http::field::authorization]);
-    request.body = std::move(req.body());
-    const bool keep_alive = req.keep_alive();
-    const unsigned version = req.version();
+    const bool keep_alive = parser.get().keep_alive();
+    const unsigned version = parser.get().version();
+    const HttpRequest request = take_request(parser);
 
     auto result = router.handle(request);
     bool ok;
