@@ -152,24 +152,25 @@ TEST_F(BrokenModel, ConfigNotJson) {
 // Found reading the parser for fuzz/model_config_fuzz: numbers that do not fit their field were cast
 // unchecked (undefined behaviour), and sizes computed from huge dimensions could overflow.
 TEST_F(BrokenModel, ConfigNumbersOutOfTheirRange) {
+  const nlohmann::json intact = config();
   for (const auto& [field, value] : std::vector<std::pair<const char*, nlohmann::json>>{
            {"num_hidden_layers", 1e300}, {"num_attention_heads", 3.5}, {"head_dim", -1e12}, {"vocab_size", 1e30}}) {
-    auto c = config();
+    auto c = intact;
     c["text_config"][field] = value;
     write_config(c);
     EXPECT_NE(load_error().find(std::string("\"") + field + "\" has the wrong type or is out of range"), std::string::npos)
         << field << ": " << load_error();
   }
-  auto c = config();
+  auto c = intact;
   c["text_config"]["hidden_size"] = int64_t(1) << 40;
   write_config(c);
   EXPECT_NE(load_error().find("\"hidden_size\" is 1099511627776, more than the 1048576 dcuserve accepts"), std::string::npos)
       << load_error();
-  c = config();
+  c = intact;
   c["text_config"]["num_hidden_layers"] = 2000000000;  // was 2e9 layer types pushed before any check
   write_config(c);
   EXPECT_NE(load_error().find("num_hidden_layers must be in 1..4096"), std::string::npos) << load_error();
-  c = config();
+  c = intact;
   c["text_config"]["rope_parameters"]["partial_rotary_factor"] = 1e30;
   write_config(c);
   EXPECT_NE(load_error().find("partial_rotary_factor must be in (0, 1]"), std::string::npos) << load_error();
