@@ -19,10 +19,14 @@ namespace {
 
 using testing::connect_node_pair;
 using testing::error_of;
+// (Tests name the two ends with references, not a structured binding: their lambdas capture them, which
+// clang before 16 refuses for a binding.)
 
 
 TEST(NodeLink, MessagesTravelBothWaysInOrder) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   std::vector<char> big(3 << 20);  // larger than the socket buffers: sent while the other end reads
   for (size_t i = 0; i < big.size(); ++i) big[i] = char(i * 31 + 7);
   std::thread sender([&] {
@@ -39,20 +43,26 @@ TEST(NodeLink, MessagesTravelBothWaysInOrder) {
 }
 
 TEST(NodeLink, PeerFailureIsRaisedWithItsMessage) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   b.send_failure("out of memory on GPU 0");
   EXPECT_EQ(error_of([&] { a.receive(); }), "node 1 failed: out of memory on GPU 0");
 }
 
 TEST(NodeLink, UnexpectedMessageTypeIsAnError) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   a.send(MessageType::Shutdown);
   EXPECT_NE(error_of([&] { b.receive(MessageType::CacheShape); }).find("sent a shutdown message where a cache shape"),
             std::string::npos);
 }
 
 TEST(NodeLink, ClosedConnectionNamesThePeer) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   { NodeLink gone = std::move(b); }
   EXPECT_NE(error_of([&] { a.receive(); }).find("node 1 closed the connection"), std::string::npos);
   // Sending into a connection the peer closed fails too (at the latest once the reset arrived).
@@ -66,7 +76,9 @@ TEST(NodeLink, ClosedConnectionNamesThePeer) {
 }
 
 TEST(NodeLink, ReceiveWithTimeoutGivesUp) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   EXPECT_NE(error_of([&] { a.receive(100); }).find("sent nothing within 0.1 s"), std::string::npos);
 }
 
@@ -91,7 +103,9 @@ struct Lost {
 };
 
 TEST(LinkWatcher, ClosedOnlyIgnoresMessagesAndReportsTheClose) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   Lost lost;
   LinkWatcher watcher({&b}, LinkWatcher::Mode::ClosedOnly, lost.callback());
   a.send(MessageType::Step, std::vector<char>{9});
@@ -105,7 +119,9 @@ TEST(LinkWatcher, ClosedOnlyIgnoresMessagesAndReportsTheClose) {
 }
 
 TEST(LinkWatcher, ReadMessagesReportsThePeersFailure) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   Lost lost;
   LinkWatcher watcher({&a}, LinkWatcher::Mode::ReadMessages, lost.callback());
   b.send_failure("CUDA error: an illegal memory access");
@@ -117,7 +133,9 @@ TEST(LinkWatcher, ReadMessagesReportsThePeersFailure) {
 }
 
 TEST(LinkWatcher, StopsQuietlyWhileTheLinksLive) {
-  auto [a, b] = connect_node_pair();
+  auto nodes = connect_node_pair();
+  NodeLink& a = nodes.node0_end;
+  NodeLink& b = nodes.node1_end;
   Lost lost;
   { LinkWatcher watcher({&a, &b}, LinkWatcher::Mode::ReadMessages, lost.callback()); }
   EXPECT_EQ(lost.calls, 0);
