@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary token ids (unknown and special ones included) streamed through the
-// detokenizer with up to three stop strings. The streamed text must be valid UTF-8 and equal the
+// detokenizer with up to three stop strings (those that are valid UTF-8). The streamed text must be valid UTF-8 and equal the
 // one-shot decode cut at the earliest stop string, whatever ids arrive.
 //
 // Input: byte 0 = skip_special_tokens (bit 0) and the number of stop strings (bits 1-2); then each stop
@@ -31,8 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> stops;
   for (int i = 0; i < stop_count && pos < size; ++i) {
     const size_t length = std::min<size_t>(data[pos++] % 9, size - pos);
-    stops.emplace_back(reinterpret_cast<const char*>(data + pos), length);
+    const std::string stop(reinterpret_cast<const char*>(data + pos), length);
     pos += length;
+    // Stop strings come from JSON text, so they are valid UTF-8; a stray byte such as \xbf would match
+    // inside a character (of U+FFFD, say), which neither the stream nor decode can cut at.
+    if (dcu::text::utf8_is_valid(stop)) stops.push_back(stop);
   }
   // A few ids past the vocabulary and below zero, which the engine never sends but must not break decoding.
   std::vector<int32_t> ids;
