@@ -327,10 +327,14 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
   auto& stream = conn.stream;
   auto inbox = std::make_shared<JobInbox>(stream.get_executor());
   auto executor = stream.get_executor();
-  auto sink = [inbox, executor, gate = gate](int index, GenerationEvent&& event) {
+  // The engine may hold the sink after the server is gone: it keeps only a weak reference to the inbox,
+  // whose timer must not outlive the io_context (found by UBSan in server_http_test).
+  auto sink = [weak_inbox = std::weak_ptr<JobInbox>(inbox), executor, gate = gate](int index, GenerationEvent&& event) {
     std::lock_guard lock(gate->mutex);
     if (!gate->open) return;
-    net::post(executor, [inbox, index, event = std::move(event)]() mutable {
+    net::post(executor, [weak_inbox, index, event = std::move(event)]() mutable {
+      auto inbox = weak_inbox.lock();
+      if (!inbox) return;  // the job ended on this connection
       inbox->pending.emplace_back(index, std::move(event));
       inbox->wake.cancel();
     });
