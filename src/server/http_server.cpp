@@ -37,7 +37,8 @@ struct Gate {
 
 // Events of the job a connection is running, queued on the connection's strand.
 struct JobInbox {
-  explicit JobInbox(net::any_io_executor ex) : wake(ex) {}
+  explicit JobInbox(net::any_io_executor ex) : strand(ex), wake(ex) {}
+  const net::any_io_executor strand;  // the connection's, where `pending` is used
   std::deque<std::pair<int, GenerationEvent>> pending;
   net::steady_timer wake;  // cancelled to wake the session when an event arrives
 };
@@ -326,13 +327,16 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
                                                 bool keep_alive) {
   auto& stream = conn.stream;
   auto inbox = std::make_shared<JobInbox>(stream.get_executor());
-  auto executor = stream.get_executor();
-  // The engine may hold the sink after the server is gone: it keeps only a weak reference to the inbox,
-  // whose timer must not outlive the io_context (found by UBSan in server_http_test).
-  auto sink = [weak_inbox = std::weak_ptr<JobInbox>(inbox), executor, gate = gate](int index, GenerationEvent&& event) {
+  // The engine may hold the sink after the server and its io_context are gone (a cancelled request it has
+  // not retired yet), so the sink owns nothing of the io_context: no executor (a strand's destructor uses
+  // the io_context's strand service), no timer. It reaches the strand through the inbox, only while the
+  // gate is open, which ~HttpServer closes before the io_context goes.
+  auto sink = [weak_inbox = std::weak_ptr<JobInbox>(inbox), gate = gate](int index, GenerationEvent&& event) {
     std::lock_guard lock(gate->mutex);
     if (!gate->open) return;
-    net::post(executor, [weak_inbox, index, event = std::move(event)]() mutable {
+    const auto alive = weak_inbox.lock();
+    if (!alive) return;  // the job ended on its connection
+    net::post(alive->strand, [weak_inbox, index, event = std::move(event)]() mutable {
       auto inbox = weak_inbox.lock();
       if (!inbox) return;  // the job ended on this connection
       inbox->pending.emplace_back(index, std::move(event));
