@@ -39,24 +39,31 @@ double seconds_until_closed(int port, const std::string& bytes) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-TEST_F(ServerTest, HeaderOverItsByteLimitGets431) {
+class HeaderLimitTest : public ServerTest {
+ protected:
+  // Under `cfg`, the request `inside` its header limit is served and the one `over` it gets 431 with `message`.
+  void expect_431(const ServerConfig& cfg, const std::string& inside, const std::string& over,
+                  const std::string& message) {
+    start(byte_ids("x"), cfg);
+    EXPECT_EQ(send_raw(port_, inside).status, 200);
+    const Reply r = send_raw(port_, over);
+    EXPECT_EQ(r.status, 431);
+    EXPECT_EQ(r.json()["error"]["message"], message);
+  }
+};
+
+TEST_F(HeaderLimitTest, HeaderOverItsByteLimitGets431) {
   ServerConfig cfg;
   cfg.max_header_bytes = 2048;
-  start(byte_ids("x"), cfg);
-  EXPECT_EQ(send_raw(port_, health_request(1, std::string(1500, 'a'))).status, 200);
-  const Reply r = send_raw(port_, health_request(1, std::string(3000, 'a')));
-  EXPECT_EQ(r.status, 431);
-  EXPECT_EQ(r.json()["error"]["message"], "Request header too large: more than 2048 bytes of header.");
+  expect_431(cfg, health_request(1, std::string(1500, 'a')), health_request(1, std::string(3000, 'a')),
+             "Request header too large: more than 2048 bytes of header.");
 }
 
-TEST_F(ServerTest, MoreHeaderFieldsThanTheLimitGet431) {
+TEST_F(HeaderLimitTest, MoreHeaderFieldsThanTheLimitGet431) {
   ServerConfig cfg;
   cfg.max_header_count = 10;
-  start(byte_ids("x"), cfg);
-  EXPECT_EQ(send_raw(port_, health_request(9)).status, 200);  // with Host: 10 fields
-  const Reply r = send_raw(port_, health_request(10));
-  EXPECT_EQ(r.status, 431);
-  EXPECT_EQ(r.json()["error"]["message"], "Request header too large: more than 10 header fields.");
+  expect_431(cfg, health_request(9), health_request(10),  // with Host: 10 fields, then 11
+             "Request header too large: more than 10 header fields.");
 }
 
 TEST_F(ServerTest, ConnectionsOverTheLimitGet503UntilOneCloses) {
