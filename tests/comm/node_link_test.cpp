@@ -76,9 +76,8 @@ TEST(NodeLink, ClosedConnectionNamesThePeer) {
 }
 
 TEST(NodeLink, ReceiveWithTimeoutGivesUp) {
-  auto nodes = connect_node_pair();
+  auto nodes = connect_node_pair();  // node 1's end stays open and sends nothing
   NodeLink& a = nodes.node0_end;
-  NodeLink& b = nodes.node1_end;
   EXPECT_NE(error_of([&] { a.receive(100); }).find("sent nothing within 0.1 s"), std::string::npos);
 }
 
@@ -100,6 +99,10 @@ struct Lost {
     std::unique_lock lock(mutex);
     return cv.wait_for(lock, std::chrono::seconds(10), [&] { return calls > 0; });
   }
+  int count() {  // under the mutex: the watcher's thread may be calling back (TSan)
+    std::lock_guard lock(mutex);
+    return calls;
+  }
 };
 
 TEST(LinkWatcher, ClosedOnlyIgnoresMessagesAndReportsTheClose) {
@@ -110,7 +113,7 @@ TEST(LinkWatcher, ClosedOnlyIgnoresMessagesAndReportsTheClose) {
   LinkWatcher watcher({&b}, LinkWatcher::Mode::ClosedOnly, lost.callback());
   a.send(MessageType::Step, std::vector<char>{9});
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(lost.calls, 0);
+  EXPECT_EQ(lost.count(), 0);
   EXPECT_EQ(b.receive().bytes, std::vector<char>{9});  // still there for the owner
   { NodeLink gone = std::move(a); }
   ASSERT_TRUE(lost.wait());
@@ -129,7 +132,7 @@ TEST(LinkWatcher, ReadMessagesReportsThePeersFailure) {
   ASSERT_TRUE(lost.wait());
   EXPECT_EQ(lost.reason, "node 1 failed: CUDA error: an illegal memory access");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(lost.calls, 1);
+  EXPECT_EQ(lost.count(), 1);
 }
 
 TEST(LinkWatcher, StopsQuietlyWhileTheLinksLive) {
@@ -138,7 +141,7 @@ TEST(LinkWatcher, StopsQuietlyWhileTheLinksLive) {
   NodeLink& b = nodes.node1_end;
   Lost lost;
   { LinkWatcher watcher({&a, &b}, LinkWatcher::Mode::ReadMessages, lost.callback()); }
-  EXPECT_EQ(lost.calls, 0);
+  EXPECT_EQ(lost.count(), 0);
 }
 
 }  // namespace
