@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tokenizer + detokenizer, Jinja parser + renderer, config.json with its
-# quantization_config) with clang and
-# AddressSanitizer/UBSan, and runs each for SECONDS (default 120). Usage: scripts/fuzz.sh [SECONDS]
+# Builds the libFuzzer targets of fuzz/ (the asan preset: clang 14, AddressSanitizer + UBSan) and runs each
+# for SECONDS (default 60), starting from its seed corpus fuzz/corpus/NAME/. Inputs found along the way go
+# to build/asan/fuzz-corpus/NAME/ (kept between runs), a crash to build/asan/fuzz-findings/; its log is
+# printed and the script fails. Usage: scripts/fuzz.sh [SECONDS [NAME...]]   (default: every fuzzer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-120}"
-for p in clang-14 libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+seconds="${1:-60}"
+names=("${@:2}")
+if ((${#names[@]} == 0)); then
+  for dir in fuzz/corpus/*/; do names+=("$(basename "$dir")"); done
+fi
+scripts/build.sh asan "${names[@]/%/_fuzz}" >/dev/null
+findings=build/asan/fuzz-findings
+mkdir -p "$findings"
+for name in "${names[@]}"; do
+  corpus="build/asan/fuzz-corpus/$name"
+  log="build/asan/fuzz-$name.log"
+  mkdir -p "$corpus"
+  if ! "build/asan/fuzz/${name}_fuzz" "$corpus" "fuzz/corpus/$name" -max_total_time="$seconds" -timeout=10 \
+      -rss_limit_mb=2048 -artifact_prefix="$findings/$name-" -print_final_stats=1 >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz.sh: $name found a failure (input in $findings/); make it a regression test" >&2
+    exit 1
+  fi
+  runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
+  echo "fuzz.sh: $name: ${runs:-?} inputs in ${seconds} s, no finding (corpus: $(ls "$corpus" | wc -l) inputs)"
 done
-out=build/fuzz
-mkdir -p "$out/tokenizer_corpus" "$out/jinja_corpus" "$out/config_corpus"
-flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc)
-clang++-14 "${flags[@]}" fuzz/tokenizer_fuzz.cpp src/text/tokenizer*.cpp src/text/unicode.cpp \
-  src/text/detokenizer.cpp src/core/log.cpp -lfmt -lpcre2-8 -lutf8proc -o "$out/tokenizer_fuzz"
-clang++-14 "${flags[@]}" fuzz/jinja_fuzz.cpp src/text/jinja/*.cpp -lfmt -lutf8proc -o "$out/jinja_fuzz"
-clang++-14 "${flags[@]}" fuzz/model_config_fuzz.cpp src/model/config.cpp src/model/quantization_config.cpp \
-  src/core/log.cpp -lfmt -o "$out/model_config_fuzz"
-cp tests/data/jinja/templates/*.jinja "$out/jinja_corpus/"
-n=0
-for f in $(find tests/data models -name config.json); do cp "$f" "$out/config_corpus/$((n += 1)).json"; done
-"$out/tokenizer_fuzz" "$out/tokenizer_corpus" -max_total_time="$seconds" -max_len=4096
-"$out/jinja_fuzz" "$out/jinja_corpus" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048
-"$out/model_config_fuzz" "$out/config_corpus" -max_total_time="$seconds" -max_len=8192 -timeout=10

@@ -18,6 +18,8 @@ if [[ "$mode" == all ]]; then
     python3-jsonschema  # validates structured outputs (tests/structured/validate_corpus.py)
     hipcc  # Debian's HIP compiler (clang 15): the gfx906 build and its code-object audit
     g++-11  # Ubuntu 22.04's compiler: scripts/test_ubuntu2204_toolchain.sh
+    # The asan preset and fuzz/ (scripts/fuzz.sh): clang 14, its sanitizer and libFuzzer runtimes, its OpenMP
+    clang-14 libclang-rt-14-dev libomp-14-dev
   )
 fi
 missing=()

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/limit_options.h"
 #include "cli/model_path.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -32,7 +33,7 @@ struct ServeArgs {
   std::string chat_template, reasoning_parser, tool_call_parser;
   bool enable_auto_tool_choice = false;
   int max_logprobs = 20;
-  int max_json_depth = server::kDefaultMaxJsonDepth;
+  server::ServerConfig limits;  // what clients may send (--max-request-body-bytes ...), with its defaults
   std::vector<std::string> ignored;  // accepted vLLM flags that mean nothing here
 };
 
@@ -65,7 +66,7 @@ void run_serve(ServeArgs a) {
   auto text = server::load_model_text(a.engine.model_dir,
                                       {a.chat_template, parsers.reasoning_parser, parsers.tool_call_parser});
 
-  server::ServerConfig cfg;
+  server::ServerConfig cfg = a.limits;
   cfg.host = a.host;
   cfg.port = a.port;
   cfg.api_key = a.api_key;
@@ -73,7 +74,6 @@ void run_serve(ServeArgs a) {
   if (cfg.served_model_names.empty()) cfg.served_model_names = {model_arg.empty() ? a.engine.model_dir : model_arg};
   cfg.model_root = a.engine.model_dir;
   cfg.max_logprobs = a.max_logprobs;
-  cfg.max_json_depth = a.max_json_depth;
   cfg.reasoning_parser = parsers.reasoning_parser;
   cfg.tool_call_parser = parsers.tool_call_parser;
   cfg.enable_auto_tool_choice = parsers.enable_auto_tool_choice;
@@ -158,8 +158,7 @@ void add_serve_command(CLI::App& app) {
                 "Let the model decide to call tools (on by default when the tool parser comes from the model)");
   cmd->add_option("--max-logprobs", a->max_logprobs, "Largest logprobs / top_logprobs accepted")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-json-depth", a->max_json_depth, "Deepest JSON nesting a request body may have")
-      ->capture_default_str()->check(CLI::Range(8, 1024));
+  add_limit_options(cmd, a->limits);
   // vLLM flags that mean nothing here: accepted and noted in the log.
   cmd->add_flag("--enforce-eager", a->engine.enforce_eager,
                 "Launch every op of a decode step one by one (no CUDA/HIP graphs); for debugging");

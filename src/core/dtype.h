@@ -100,7 +100,11 @@ inline uint16_t f32_to_f16(float f) {
 // Reads element i of a row stored in `t` as f32.
 inline float load_as_f32(const void* data, DType t, size_t i) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(data)[i];
+    case DType::F32: {  // memcpy: a safetensors offset need not be 4-byte aligned
+      float v;
+      std::memcpy(&v, static_cast<const char*>(data) + i * sizeof(float), sizeof v);
+      return v;
+    }
     case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
     case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
     case DType::I32: return float(static_cast<const int32_t*>(data)[i]);

@@ -30,7 +30,7 @@ class Reader {
   void read(T* data, size_t count) {
     const size_t n = count * sizeof(T);
     if (n > bytes_.size() - pos_) fail("node 0 sent a truncated step message ({} bytes)", bytes_.size());
-    std::memcpy(data, bytes_.data() + pos_, n);
+    if (n) std::memcpy(data, bytes_.data() + pos_, n);  // an empty list has no data pointer
     pos_ += n;
   }
   bool done() const { return pos_ == bytes_.size(); }

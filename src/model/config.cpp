@@ -1,6 +1,8 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -21,34 +23,55 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
+// A field's value as T. Numbers must fit T (an integer type takes only integers): converting one that
+// does not is undefined behaviour, which a malformed config.json must not reach.
+template <typename T>
+T field_value(const json& v, const char* key, const std::string& source) {
+  auto wrong = [&]() -> T { fail("{}: field \"{}\" has the wrong type or is out of range ({})", source, key, v.dump()); };
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      fail("{}: field \"{}\" has the wrong type ({})", source, key, v.type_name());
+    }
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max()) ? T(v.get<uint64_t>()) : wrong();
+    if (!v.is_number_integer()) return wrong();
+    const int64_t x = v.get<int64_t>();
+    return x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max() ? T(x) : wrong();
+  } else {
+    static_assert(std::is_floating_point_v<T>);
+    if (!v.is_number() || !(std::fabs(v.get<double>()) <= std::numeric_limits<T>::max())) return wrong();
+    return T(v.get<double>());
+  }
+}
+
 template <typename T>
 T required(const json& j, const char* key, const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) fail("{}: missing required field \"{}\"", source, key);
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    fail("{}: field \"{}\" has the wrong type ({})", source, key, it->type_name());
-  }
+  return field_value<T>(*it, key, source);
 }
 
 template <typename T>
 T optional_field(const json& j, const char* key, T fallback, const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    fail("{}: field \"{}\" has the wrong type ({})", source, key, it->type_name());
-  }
+  return field_value<T>(*it, key, source);
 }
 
+// Token ids: an integer or a list of them; anything else, or out of range, is left out.
 std::vector<int32_t> id_list(const json& j) {
-  if (j.is_number_integer()) return {j.get<int32_t>()};
+  auto is_id = [](const json& v) {
+    return v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<int32_t>::max())
+                                  : v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                                        v.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+  };
   std::vector<int32_t> ids;
+  if (is_id(j)) ids.push_back(j.get<int32_t>());
   if (j.is_array())
     for (const auto& v : j)
-      if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+      if (is_id(v)) ids.push_back(v.get<int32_t>());
   return ids;
 }
 
@@ -88,12 +111,16 @@ int64_t ModelConfig::state_bytes_per_sequence(int conv_bytes_per_element) const 
 }
 
 void ModelConfig::validate() const {
-  auto positive = [](int64_t v, const char* name) {
+  // Bounds far above any real model and low enough that the sizes computed from these (parameter counts,
+  // bytes per token) cannot overflow int64.
+  constexpr int64_t kMaxWidth = int64_t(1) << 20;  // vocabulary, hidden and intermediate sizes
+  auto positive = [](int64_t v, const char* name, int64_t max = int64_t(1) << 12) {  // layers, heads, head dims
     if (v <= 0) fail("config: \"{}\" must be positive, got {}", name, v);
+    if (v > max) fail("config: \"{}\" is {}, more than the {} dcuserve accepts", name, v, max);
   };
-  positive(vocab_size, "vocab_size");
-  positive(hidden_size, "hidden_size");
-  positive(intermediate_size, "intermediate_size");
+  positive(vocab_size, "vocab_size", kMaxWidth);
+  positive(hidden_size, "hidden_size", kMaxWidth);
+  positive(intermediate_size, "intermediate_size", kMaxWidth);
   positive(num_layers, "num_hidden_layers");
   if (int(layer_types.size()) != num_layers)
     fail("config: layer_types has {} entries but num_hidden_layers is {}", layer_types.size(), num_layers);
@@ -145,6 +172,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.hidden_size = required<int64_t>(tc, "hidden_size", source);
   c.intermediate_size = required<int64_t>(tc, "intermediate_size", source);
   c.num_layers = required<int>(tc, "num_hidden_layers", source);
+  constexpr int kMaxLayers = 4096;  // as ModelConfig::validate; checked before layer_types is built
+  if (c.num_layers <= 0 || c.num_layers > kMaxLayers)
+    fail("{}: num_hidden_layers must be in 1..{}, got {}", source, kMaxLayers, c.num_layers);
   c.rms_norm_eps = optional_field<float>(tc, "rms_norm_eps", 1e-6f, source);
   c.max_position_embeddings = optional_field<int64_t>(tc, "max_position_embeddings", 32768, source);
   c.tie_word_embeddings = optional_field<bool>(tc, "tie_word_embeddings",
@@ -177,6 +207,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     std::string rope_type = optional_field<std::string>(rp, "rope_type", "default", source);
     if (rope_type != "default") fail("{}: rope_type \"{}\" is not supported yet", source, rope_type);
   }
+  if (!(partial > 0.0f && partial <= 1.0f)) fail("{}: partial_rotary_factor must be in (0, 1], got {}", source, partial);
   c.rotary_dim = int(c.head_dim * partial);
 
   c.linear_num_key_heads = optional_field<int>(tc, "linear_num_key_heads", 0, source);
@@ -195,38 +226,63 @@ ModelConfig load_model_config(const std::string& model_dir) {
   return parse_model_config(read_text_file(path), path);
 }
 
-GenerationDefaults load_generation_defaults(const std::string& model_dir) {
-  GenerationDefaults d;
-  namespace fs = std::filesystem;
-  auto read_json = [](const fs::path& p) -> json {
-    if (!fs::exists(p)) return json::object();
+GenerationDefaults parse_generation_defaults(const std::string& generation_config_text, const std::string& config_text,
+                                             const std::string& model_dir) {
+  auto parse = [&](const std::string& text, const char* file) -> json {
+    const std::string source = (std::filesystem::path(model_dir) / file).string();
+    if (text.empty()) return json::object();
     try {
-      return json::parse(read_text_file(p.string()));
+      json j = json::parse(text);
+      if (!j.is_object()) fail("{}: expected a JSON object", source);
+      return j;
     } catch (const json::exception& e) {
-      fail("{}: not valid JSON ({})", p.string(), e.what());
+      fail("{}: not valid JSON ({})", source, e.what());
     }
   };
-  json gen = read_json(fs::path(model_dir) / "generation_config.json");
-  json cfg = read_json(fs::path(model_dir) / "config.json");
+  const json gen = parse(generation_config_text, "generation_config.json");
+  const json cfg = parse(config_text, "config.json");
+  GenerationDefaults d;
   if (gen.contains("eos_token_id")) d.eos_token_ids = id_list(gen["eos_token_id"]);
   if (d.eos_token_ids.empty() && cfg.contains("eos_token_id")) d.eos_token_ids = id_list(cfg["eos_token_id"]);
-  if (d.eos_token_ids.empty() && cfg.contains("text_config") && cfg["text_config"].contains("eos_token_id"))
+  if (d.eos_token_ids.empty() && cfg.contains("text_config") && cfg["text_config"].is_object() &&
+      cfg["text_config"].contains("eos_token_id"))
     d.eos_token_ids = id_list(cfg["text_config"]["eos_token_id"]);
   auto num = [&](const char* key) -> std::optional<double> {
     if (gen.contains(key) && gen[key].is_number()) return gen[key].get<double>();
     return std::nullopt;
   };
-  if (auto v = num("bos_token_id")) d.bos_token_id = int32_t(*v);
-  if (auto v = num("pad_token_id")) d.pad_token_id = int32_t(*v);
-  if (auto v = num("temperature")) d.temperature = float(*v);
-  if (auto v = num("top_p")) d.top_p = float(*v);
-  if (auto v = num("top_k")) d.top_k = int(*v);
-  if (auto v = num("min_p")) d.min_p = float(*v);
-  if (auto v = num("repetition_penalty")) d.repetition_penalty = float(*v);
-  if (auto v = num("presence_penalty")) d.presence_penalty = float(*v);
-  if (auto v = num("max_new_tokens")) d.max_new_tokens = int(*v);
+  // Values out of a type's range are ignored, as missing ones are (the cast itself would be undefined).
+  auto integer = [&](const char* key) -> std::optional<int32_t> {
+    const auto v = num(key);
+    if (!v || !(*v >= std::numeric_limits<int32_t>::min() && *v <= std::numeric_limits<int32_t>::max()))
+      return std::nullopt;
+    return int32_t(*v);
+  };
+  auto real = [&](const char* key) -> std::optional<float> {
+    const auto v = num(key);
+    if (!v || !(std::fabs(*v) <= std::numeric_limits<float>::max())) return std::nullopt;
+    return float(*v);
+  };
+  d.bos_token_id = integer("bos_token_id");
+  d.pad_token_id = integer("pad_token_id");
+  d.temperature = real("temperature");
+  d.top_p = real("top_p");
+  d.top_k = integer("top_k");
+  d.min_p = real("min_p");
+  d.repetition_penalty = real("repetition_penalty");
+  d.presence_penalty = real("presence_penalty");
+  d.max_new_tokens = integer("max_new_tokens");
   if (gen.contains("do_sample") && gen["do_sample"].is_boolean()) d.do_sample = gen["do_sample"].get<bool>();
   return d;
+}
+
+GenerationDefaults load_generation_defaults(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  auto read_if_there = [&](const char* file) {
+    const fs::path p = fs::path(model_dir) / file;
+    return fs::exists(p) ? read_text_file(p.string()) : std::string();
+  };
+  return parse_generation_defaults(read_if_there("generation_config.json"), read_if_there("config.json"), model_dir);
 }
 
 }  // namespace dcu

@@ -81,6 +81,9 @@ ModelConfig load_model_config(const std::string& model_dir);
 // Sampling defaults and eos ids from generation_config.json (eos falling back to config.json); missing
 // files give empty defaults; a malformed one is a dcu::Error.
 GenerationDefaults load_generation_defaults(const std::string& model_dir);
+// The same from the two files' text ("" for a missing file); `model_dir` names them in error messages.
+GenerationDefaults parse_generation_defaults(const std::string& generation_config_text, const std::string& config_text,
+                                             const std::string& model_dir);
 
 // Built-in dimensions of the Qwen3.5 family for --random-weights ("0.8B", "2B", "4B", "9B", "27B").
 std::optional<ModelConfig> builtin_config(const std::string& name);

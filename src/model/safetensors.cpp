@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -34,32 +35,46 @@ size_t stored_dtype_size(const std::string& s) {
   return it == sizes.end() ? 0 : it->second;
 }
 
+// A list of integers of type T; nlohmann's get<> would cast a float or a negative number without a check.
+template <typename T>
+std::vector<T> whole_numbers(const json& list, const std::string& path, const std::string& name) {
+  if (!list.is_array()) fail("{}: tensor {}: shape and data_offsets must be lists of integers", path, name);
+  std::vector<T> out;
+  for (const auto& v : list) {
+    const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                                             : v.is_number_integer() && v.get<int64_t>() >= 0;
+    if (!fits) fail("{}: tensor {}: {} is not a size or an offset", path, name, v.dump());
+    out.push_back(T(v.get<uint64_t>()));
+  }
+  return out;
+}
+
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
-  const size_t size = file_.size();
+std::map<std::string, StoredTensor> parse_safetensors(const unsigned char* data, size_t size, const std::string& path) {
   if (size < 8) fail("{}: truncated safetensors file ({} bytes, no header)", path, size);
   uint64_t header_len = 0;
-  std::memcpy(&header_len, file_.data(), 8);
+  std::memcpy(&header_len, data, 8);
   if (header_len > size - 8)
     fail("{}: truncated or corrupt safetensors file (header of {} bytes in a file of {})", path, header_len, size);
   json header;
   try {
-    header = json::parse(file_.data() + 8, file_.data() + 8 + header_len);
+    header = json::parse(data + 8, data + 8 + header_len);
   } catch (const json::exception& e) {
     fail("{}: corrupt safetensors header ({})", path, e.what());
   }
   if (!header.is_object()) fail("{}: corrupt safetensors header (not a JSON object)", path);
-  const unsigned char* base = file_.data() + 8 + header_len;
+  const unsigned char* base = data + 8 + header_len;
   const size_t data_size = size - 8 - header_len;
+  std::map<std::string, StoredTensor> tensors;
   for (auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     StoredTensor t;
     t.name = name;
     try {
       t.dtype_name = entry.at("dtype").get<std::string>();
-      t.shape = entry.at("shape").get<std::vector<int64_t>>();
-      auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      t.shape = whole_numbers<int64_t>(entry.at("shape"), path, name);
+      const auto offsets = whole_numbers<uint64_t>(entry.at("data_offsets"), path, name);
       if (offsets.size() != 2) fail("{}: tensor {}: data_offsets must have two entries", path, name);
       if (offsets[0] > offsets[1] || offsets[1] > data_size)
         fail("{}: tensor {} lies outside the file (bytes {}..{} of {}): truncated or corrupt file", path, name,
@@ -71,17 +86,24 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     }
     size_t elem = stored_dtype_size(t.dtype_name);
     if (elem == 0) fail("{}: tensor {} has unknown dtype {}", path, name, t.dtype_name);
-    size_t numel = 1;
+    // The product of the dimensions must not wrap around: a huge shape would otherwise pass as a few bytes.
+    size_t bytes = elem;
     for (int64_t d : t.shape) {
       if (d < 0) fail("{}: tensor {} has a negative dimension", path, name);
-      numel *= size_t(d);
+      if (__builtin_mul_overflow(bytes, size_t(d), &bytes)) bytes = std::numeric_limits<size_t>::max();
     }
-    if (numel * elem != t.bytes)
-      fail("{}: tensor {} holds {} bytes but its shape and dtype need {}", path, name, t.bytes, numel * elem);
+    if (bytes != t.bytes)
+      fail("{}: tensor {} holds {} bytes but its shape and dtype need {}", path, name, t.bytes,
+           bytes == std::numeric_limits<size_t>::max() ? std::string("more than the file") : std::to_string(bytes));
     t.dtype = parse_dtype(t.dtype_name);
-    t.file = &file_.path();
-    tensors_.emplace(name, std::move(t));
+    tensors.emplace(name, std::move(t));
   }
+  return tensors;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path)
+    : file_(path), tensors_(parse_safetensors(file_.data(), file_.size(), path)) {
+  for (auto& [name, t] : tensors_) t.file = &file_.path();
 }
 
 Checkpoint Checkpoint::open(const std::string& model_dir) {

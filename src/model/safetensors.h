@@ -24,6 +24,10 @@ struct StoredTensor {
   const std::string* file = nullptr;
 };
 
+// The tensors that a safetensors file's bytes describe, each checked to lie inside them with a size that
+// matches its shape and dtype (`file` left null). Throws dcu::Error naming `path` on anything malformed.
+std::map<std::string, StoredTensor> parse_safetensors(const unsigned char* data, size_t size, const std::string& path);
+
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);

@@ -101,7 +101,7 @@ class ChatJob : public GenerationJob {
     std::vector<int32_t> end_tokens = sampling.stop_token_ids;
     end_tokens.insert(end_tokens.end(), cfg.defaults.eos_token_ids.begin(), cfg.defaults.eos_token_ids.end());
     const bool after_think = parser.parse_reasoning && parser.prompt_opened_think;
-    sampling.max_tokens = resolve_max_tokens(p, cfg.defaults, int(ids.size()), ctx.engine.max_model_len(), false);
+    sampling.max_tokens = resolve_max_tokens(p, cfg, int(ids.size()), ctx.engine.max_model_len(), false);
     sampling.logprobs = top_logprobs_;
     sampling.prompt_logprobs = p.prompt_logprobs.value_or(-1);
     set_prompt_tokens(0, int(ids.size()));

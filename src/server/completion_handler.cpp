@@ -39,7 +39,7 @@ class CompletionJob : public GenerationJob {
       // Echo with logprobs needs the prompt's; the reply's prompt_logprobs field too.
       const int echo_top = echo_ && logprobs_ ? *logprobs_ : -1;
       SamplingParams sampling = make_sampling_params(p, ctx.config.defaults);
-      sampling.max_tokens = resolve_max_tokens(p, ctx.config.defaults, int(prompt.ids.size()),
+      sampling.max_tokens = resolve_max_tokens(p, ctx.config, int(prompt.ids.size()),
                                                ctx.engine.max_model_len(), echo_top >= 0 || p.prompt_logprobs);
       sampling.logprobs = logprobs_.value_or(-1);
       sampling.prompt_logprobs = std::max(echo_top, p.prompt_logprobs.value_or(-1));

@@ -32,6 +32,14 @@ ApiError payload_too_large(size_t limit) {
   return {413, "invalid_request_error", fmt::format("Request body exceeds the limit of {} bytes.", limit), {}, {}, 0};
 }
 
+ApiError header_too_large(const std::string& what) {
+  return {431, "invalid_request_error", fmt::format("Request header too large: {}.", what), {}, {}, 0};
+}
+
+ApiError too_many_connections(int limit) {
+  return {503, "service_unavailable", fmt::format("The server has its limit of {} open connections.", limit), {}, {}, 1};
+}
+
 ApiError service_unavailable(std::string message, int retry_after_seconds) {
   return {503, "service_unavailable", std::move(message), {}, {}, retry_after_seconds};
 }

@@ -34,6 +34,8 @@ ApiError not_found(std::string message);
 ApiError unauthorized();
 ApiError method_not_allowed(const std::string& method, const std::string& path);
 ApiError payload_too_large(size_t limit);
+ApiError header_too_large(const std::string& what);  // 431, `what` says which limit
+ApiError too_many_connections(int limit);            // 503 + Retry-After, then the connection closes
 ApiError service_unavailable(std::string message, int retry_after_seconds);
 ApiError internal_error(std::string message);
 

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/request_reader.h"
 #include "server/router.h"
 
 namespace dcu::server {
@@ -36,7 +37,8 @@ struct Gate {
 
 // Events of the job a connection is running, queued on the connection's strand.
 struct JobInbox {
-  explicit JobInbox(net::any_io_executor ex) : wake(ex) {}
+  explicit JobInbox(net::any_io_executor ex) : strand(ex), wake(ex) {}
+  const net::any_io_executor strand;  // the connection's, where `pending` is used
   std::deque<std::pair<int, GenerationEvent>> pending;
   net::steady_timer wake;  // cancelled to wake the session when an event arrives
 };
@@ -99,11 +101,13 @@ struct HttpServer::Impl {
   std::mutex connections_mutex;
   std::list<std::weak_ptr<Connection>> connections;
   std::atomic<bool> stopped{false};
+  std::atomic<int> open_connections{0};  // sessions running (--max-concurrent-connections)
   bool catching_signals = false;
 
   std::chrono::seconds write_timeout() const { return std::chrono::seconds(ctx.config.write_timeout_seconds); }
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(std::shared_ptr<Connection> conn);
+  net::awaitable<void> refuse_connection(std::shared_ptr<Connection> conn);
   net::awaitable<bool> write_response(Connection& conn, const HttpResponse& r, unsigned version, bool keep_alive);
   net::awaitable<void> refuse(Connection& conn, const ApiError& error);
   net::awaitable<bool> write_stream_header(Connection& conn, unsigned version, bool keep_alive);
@@ -196,11 +200,16 @@ net::awaitable<void> HttpServer::Impl::accept_loop() {
       continue;
     }
     auto conn = std::make_shared<Connection>(std::move(socket));
+    if (open_connections.load() >= ctx.config.max_connections) {
+      net::co_spawn(conn->stream.get_executor(), refuse_connection(conn), net::detached);
+      continue;
+    }
     {
       std::lock_guard lock(connections_mutex);
       connections.remove_if([](const auto& w) { return w.expired(); });
       connections.push_back(conn);
     }
+    ++open_connections;
     net::co_spawn(conn->stream.get_executor(), session(conn), net::detached);
   }
 }
@@ -227,51 +236,48 @@ net::awaitable<void> HttpServer::Impl::refuse(Connection& conn, const ApiError& 
   if (written) co_await linger_close(conn.stream);
 }
 
+net::awaitable<void> HttpServer::Impl::refuse_connection(std::shared_ptr<Connection> conn) {
+  co_await refuse(*conn, too_many_connections(ctx.config.max_connections));
+}
+
 net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn) {
+  struct Count {  // counted up by accept_loop, which starts the session
+    std::atomic<int>& open;
+    ~Count() { --open; }
+  } count{open_connections};
   auto& stream = conn->stream;
   beast::flat_buffer buffer;
   const auto& cfg = ctx.config;
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(64 * 1024);
-    parser.body_limit(cfg.max_body_bytes);
+    RequestParser parser;
+    apply_request_limits(parser, cfg);
     stream.expires_after(std::chrono::seconds(cfg.header_timeout_seconds));
     beast::error_code ec;
     co_await http::async_read_header(stream, buffer, parser, into(ec));
-    if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
-      if (parser.content_length() && *parser.content_length() > cfg.max_body_bytes) {
-        ec = http::error::body_limit;
-      } else {
-        http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
-        beast::error_code wec;
-        co_await http::async_write(stream, cont, into(wec));
-        if (wec) break;
+    if (!ec) {
+      if (auto refusal = check_request_header(parser, cfg)) {
+        co_await refuse(*conn, *refusal);
+        break;
       }
+    }
+    if (!ec && parser.get()[http::field::expect] == "100-continue" && !parser.is_done()) {
+      http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
+      beast::error_code wec;
+      co_await http::async_write(stream, cont, into(wec));
+      if (wec) break;
     }
     if (!ec) {
       stream.expires_after(std::chrono::seconds(cfg.body_timeout_seconds));
       co_await http::async_read(stream, buffer, parser, into(ec));
     }
-    if (ec == http::error::body_limit) {
-      co_await refuse(*conn, payload_too_large(cfg.max_body_bytes));
-      break;
-    }
     if (ec) {
-      // A malformed request gets a 400; a closed or timed-out connection just ends.
-      if (ec.category() == http::make_error_code(http::error::bad_method).category() && ec != http::error::end_of_stream)
-        co_await refuse(*conn, invalid_request("Malformed HTTP request: " + ec.message()));
+      if (auto refusal = read_failure_response(ec, cfg)) co_await refuse(*conn, *refusal);
       break;
     }
     if (conn->stopping) break;
-    auto& req = parser.get();
-    HttpRequest request;
-    request.method = std::string(req.method_string());
-    const auto target = req.target();  // a boost::string_view before Boost 1.81
-    request.path = std::string(target.substr(0, target.find('?')));
-    request.authorization = std::string(req[http::field::authorization]);
-    request.body = std::move(req.body());
-    const bool keep_alive = req.keep_alive();
-    const unsigned version = req.version();
+    const bool keep_alive = parser.get().keep_alive();
+    const unsigned version = parser.get().version();
+    const HttpRequest request = take_request(parser);
 
     auto result = router.handle(request);
     bool ok;
@@ -321,11 +327,18 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
                                                 bool keep_alive) {
   auto& stream = conn.stream;
   auto inbox = std::make_shared<JobInbox>(stream.get_executor());
-  auto executor = stream.get_executor();
-  auto sink = [inbox, executor, gate = gate](int index, GenerationEvent&& event) {
+  // The engine may hold the sink after the server and its io_context are gone (a cancelled request it has
+  // not retired yet), so the sink owns nothing of the io_context: no executor (a strand's destructor uses
+  // the io_context's strand service), no timer. It reaches the strand through the inbox, only while the
+  // gate is open, which ~HttpServer closes before the io_context goes.
+  auto sink = [weak_inbox = std::weak_ptr<JobInbox>(inbox), gate = gate](int index, GenerationEvent&& event) {
     std::lock_guard lock(gate->mutex);
     if (!gate->open) return;
-    net::post(executor, [inbox, index, event = std::move(event)]() mutable {
+    const auto alive = weak_inbox.lock();
+    if (!alive) return;  // the job ended on its connection
+    net::post(alive->strand, [weak_inbox, index, event = std::move(event)]() mutable {
+      auto inbox = weak_inbox.lock();
+      if (!inbox) return;  // the job ended on this connection
       inbox->pending.emplace_back(index, std::move(event));
       inbox->wake.cancel();
     });

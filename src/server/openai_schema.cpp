@@ -407,14 +407,17 @@ void truncate_prompt(std::vector<int32_t>& ids, const CommonParams& p, int max_m
   if (int(ids.size()) > k) ids.erase(ids.begin(), ids.end() - k);
 }
 
-int resolve_max_tokens(const CommonParams& p, const GenerationDefaults& d, int prompt_tokens, int max_model_len,
+int resolve_max_tokens(const CommonParams& p, const ServerConfig& config, int prompt_tokens, int max_model_len,
                        bool allow_zero) {
   if (prompt_tokens >= max_model_len + (allow_zero ? 1 : 0))
     reject(std::nullopt,
            "This model's maximum context length is {} tokens. However, your request has {} input tokens. Please "
            "reduce the length of the input messages.",
            max_model_len, prompt_tokens);
+  const int cap = config.max_tokens_cap;
   if (p.max_tokens) {
+    if (cap > 0 && *p.max_tokens > cap)
+      reject(std::string("max_tokens"), "'max_tokens' is at most {} on this server, got {}", cap, *p.max_tokens);
     if (int64_t(prompt_tokens) + *p.max_tokens > max_model_len)
       reject(std::string("max_tokens"),
              "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
@@ -423,7 +426,8 @@ int resolve_max_tokens(const CommonParams& p, const GenerationDefaults& d, int p
     return *p.max_tokens;
   }
   int room = max_model_len - prompt_tokens;
-  return d.max_new_tokens ? std::min(room, *d.max_new_tokens) : room;
+  if (config.defaults.max_new_tokens) room = std::min(room, *config.defaults.max_new_tokens);
+  return cap > 0 ? std::min(room, cap) : room;
 }
 
 }  // namespace dcu::server

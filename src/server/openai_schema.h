@@ -101,8 +101,10 @@ SamplingParams make_sampling_params(const CommonParams& p, const GenerationDefau
 // Applies truncate_prompt_tokens (vLLM: keeps the last k tokens); a k beyond the context length is a 400.
 void truncate_prompt(std::vector<int32_t>& ids, const CommonParams& p, int max_model_len);
 
-// max_tokens for a prompt of `prompt_tokens`; throws the vLLM-worded 400 when it cannot fit.
-int resolve_max_tokens(const CommonParams& p, const GenerationDefaults& defaults, int prompt_tokens,
-                       int max_model_len, bool allow_zero);
+// max_tokens for a prompt of `prompt_tokens`: the request's, else the rest of the context capped by the
+// model's max_new_tokens; never above --max-tokens-cap. Throws the vLLM-worded 400 when it cannot fit,
+// and a 400 for a request that asks more than the cap.
+int resolve_max_tokens(const CommonParams& p, const ServerConfig& config, int prompt_tokens, int max_model_len,
+                       bool allow_zero);
 
 }  // namespace dcu::server

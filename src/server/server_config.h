@@ -22,7 +22,12 @@ struct ServerConfig {
   std::vector<std::string> served_model_names;  // the first is reported in responses
   std::string model_root;                // the model folder, shown as "root" in /v1/models
   int max_model_len = 0;
-  size_t max_body_bytes = 32u << 20;
+  // Limits on what a client may send (docs/API.md, "Limits"); each has a serve flag.
+  size_t max_body_bytes = 32u << 20;     // larger bodies get a 413
+  size_t max_header_bytes = 64u << 10;   // request line and header fields; larger: 431
+  int max_header_count = 100;            // header fields; more: 431
+  int max_connections = 1024;            // open at once; the next ones get a 503 and are closed
+  int max_tokens_cap = 0;                // > 0: largest max_tokens a request may ask (and the default's cap)
   int max_json_depth = kDefaultMaxJsonDepth;
   int header_timeout_seconds = 30;       // to receive a request's header (and idle keep-alive)
   int body_timeout_seconds = 120;        // to receive its body

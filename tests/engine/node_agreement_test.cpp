@@ -24,7 +24,9 @@ std::vector<NodeLink> one(NodeLink link) {
 NodeSettings settings() { return {2, 2048, 257, int32_t(DType::BF16), 27'000'000'000}; }
 
 TEST(NodeAgreement, EqualSettingsAreAccepted) {
-  auto [node0_end, node1_end] = connect_node_pair();
+  auto nodes = connect_node_pair();  // not a structured binding: lambdas capture the ends (clang < 16)
+  NodeLink& node0_end = nodes.node0_end;
+  NodeLink& node1_end = nodes.node1_end;
   auto follower = std::async(std::launch::async, [&] { offer_settings(node1_end, settings()); });
   std::vector<NodeLink> followers = one(std::move(node0_end));
   check_follower_settings(followers, settings());
@@ -44,7 +46,9 @@ TEST(NodeAgreement, DifferentSettingsAreRefusedNamingWhatDiffers) {
       {[](NodeSettings& s) { s.kv_dtype = int32_t(DType::F32); }, "node 1 keeps its KV cache in F32, node 0 in BF16"},
   };
   for (const Case& c : cases) {
-    auto [node0_end, node1_end] = connect_node_pair();
+    auto nodes = connect_node_pair();  // not a structured binding: lambdas capture the ends (clang < 16)
+    NodeLink& node0_end = nodes.node0_end;
+    NodeLink& node1_end = nodes.node1_end;
     NodeSettings theirs = settings();
     c.change(theirs);
     std::vector<NodeLink> followers = one(std::move(node0_end));
@@ -68,7 +72,9 @@ TEST(NodeAgreement, DifferentSettingsAreRefusedNamingWhatDiffers) {
 
 TEST(NodeAgreement, CacheShapeComesFromTheSmallestBudgetOfAllNodes) {
   for (size_t follower_budget : {size_t(1) << 20, size_t(1) << 30}) {
-    auto [node0_end, node1_end] = connect_node_pair();
+    auto nodes = connect_node_pair();  // not a structured binding: lambdas capture the ends (clang < 16)
+    NodeLink& node0_end = nodes.node0_end;
+    NodeLink& node1_end = nodes.node1_end;
     auto follower = std::async(std::launch::async, [&] { return receive_cache_shape(node1_end, follower_budget); });
     std::vector<NodeLink> followers = one(std::move(node0_end));
     size_t planned_with = 0;

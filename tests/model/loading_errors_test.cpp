@@ -149,6 +149,68 @@ TEST_F(BrokenModel, ConfigNotJson) {
   EXPECT_NE(load_error().find("not valid JSON"), std::string::npos) << load_error();
 }
 
+// Found reading the parser for fuzz/model_config_fuzz: numbers that do not fit their field were cast
+// unchecked (undefined behaviour), and sizes computed from huge dimensions could overflow.
+TEST_F(BrokenModel, ConfigNumbersOutOfTheirRange) {
+  const nlohmann::json intact = config();
+  for (const auto& [field, value] : std::vector<std::pair<const char*, nlohmann::json>>{
+           {"num_hidden_layers", 1e300}, {"num_attention_heads", 3.5}, {"head_dim", -1e12}, {"vocab_size", 1e30}}) {
+    auto c = intact;
+    c["text_config"][field] = value;
+    write_config(c);
+    EXPECT_NE(load_error().find(std::string("\"") + field + "\" has the wrong type or is out of range"), std::string::npos)
+        << field << ": " << load_error();
+  }
+  auto c = intact;
+  c["text_config"]["hidden_size"] = int64_t(1) << 40;
+  write_config(c);
+  EXPECT_NE(load_error().find("\"hidden_size\" is 1099511627776, more than the 1048576 dcuserve accepts"), std::string::npos)
+      << load_error();
+  c = intact;
+  c["text_config"]["num_hidden_layers"] = 2000000000;  // was 2e9 layer types pushed before any check
+  write_config(c);
+  EXPECT_NE(load_error().find("num_hidden_layers must be in 1..4096"), std::string::npos) << load_error();
+  c = intact;
+  c["text_config"]["rope_parameters"]["partial_rotary_factor"] = 1e30;
+  write_config(c);
+  EXPECT_NE(load_error().find("partial_rotary_factor must be in (0, 1]"), std::string::npos) << load_error();
+}
+
+// Found reading the parser for fuzz/model_config_fuzz: out-of-range sampling defaults were cast unchecked.
+TEST(GenerationConfig, OutOfRangeValuesAreIgnored) {
+  const GenerationDefaults d = parse_generation_defaults(
+      R"({"temperature": 1e300, "top_k": 1e20, "max_new_tokens": -1e19, "top_p": 0.5, "eos_token_id": [-1, 7, 5e9, 8]})",
+      "", "m");
+  EXPECT_FALSE(d.temperature);
+  EXPECT_FALSE(d.top_k);
+  EXPECT_FALSE(d.max_new_tokens);
+  EXPECT_EQ(d.top_p, 0.5f);
+  EXPECT_EQ(d.eos_token_ids, (std::vector<int32_t>{7, 8}));
+  EXPECT_THROW(parse_generation_defaults("[]", "", "m"), Error);
+  try {
+    parse_generation_defaults("", "{bad", "m");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("m/config.json: not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
+// Found reading the parser for fuzz/safetensors_header_fuzz: a shape whose byte count wraps around
+// 64 bits passed as a tensor of a few bytes, and float or negative shapes were cast unchecked.
+TEST_F(BrokenModel, ShapeWhoseSizeWrapsAroundIsRefused) {
+  edit_header([](nlohmann::json& h) {
+    auto& t = h["model.language_model.norm.weight"];
+    t["shape"] = {uint64_t(1) << 32, uint64_t(1) << 32};  // x 4 bytes = 2^66, 0 modulo 2^64
+    t["data_offsets"][1] = t["data_offsets"][0];
+  });
+  EXPECT_NE(load_error().find("holds 0 bytes but its shape and dtype need more than the file"), std::string::npos)
+      << load_error();
+  for (const nlohmann::json& bad : {nlohmann::json{1e20}, nlohmann::json{-4}, nlohmann::json{2.5}}) {
+    edit_header([&](nlohmann::json& h) { h["model.language_model.norm.weight"]["shape"] = bad; });
+    EXPECT_NE(load_error().find("is not a size or an offset"), std::string::npos) << bad << ": " << load_error();
+  }
+}
+
 TEST_F(BrokenModel, ShardedCheckpointLoadsAndMissingShardIsNamed) {
   // Split into two shards with an index, as Hugging Face saves large models.
   std::string bytes = read_weights();

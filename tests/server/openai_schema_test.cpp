@@ -209,12 +209,31 @@ TEST(OpenAiSchema, SamplingDefaultsComeFromGenerationConfig) {
   EXPECT_FLOAT_EQ(make_sampling_params(greedy.common, {}).top_p, 1.0f);  // vLLM's own default
 }
 
+TEST(OpenAiSchema, MaxTokensCap) {
+  ServerConfig c;
+  c.max_tokens_cap = 64;
+  CommonParams p;
+  EXPECT_EQ(resolve_max_tokens(p, c, 100, 1024, false), 64);  // unset: the rest of the context, capped
+  c.defaults.max_new_tokens = 50;
+  EXPECT_EQ(resolve_max_tokens(p, c, 100, 1024, false), 50);
+  p.max_tokens = 64;
+  EXPECT_EQ(resolve_max_tokens(p, c, 100, 1024, false), 64);
+  p.max_tokens = 65;
+  try {
+    resolve_max_tokens(p, c, 100, 1024, false);
+    FAIL();
+  } catch (const ApiException& e) {
+    EXPECT_EQ(e.error().param, "max_tokens");
+    EXPECT_EQ(e.error().message, "'max_tokens' is at most 64 on this server, got 65");
+  }
+}
+
 TEST(OpenAiSchema, MaxTokensAndContextLength) {
   CommonParams p;
   EXPECT_EQ(resolve_max_tokens(p, {}, 100, 1024, false), 924);  // the rest of the context
-  GenerationDefaults d;
-  d.max_new_tokens = 50;
-  EXPECT_EQ(resolve_max_tokens(p, d, 100, 1024, false), 50);
+  ServerConfig c;
+  c.defaults.max_new_tokens = 50;
+  EXPECT_EQ(resolve_max_tokens(p, c, 100, 1024, false), 50);
   p.max_tokens = 1000;
   try {
     resolve_max_tokens(p, {}, 100, 1024, false);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/commands.h"
+#include "cli/limit_options.h"
 #include "core/error.h"
 #include "engine/engine_factory.h"
 #include "engine/follower_node.h"
@@ -127,6 +128,29 @@ TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {
   EXPECT_TRUE(parse({"--model=models/dcuserve-demo", "--max-json-depth", "512"}));
   // Auto tool choice without a parser is refused before the engine starts.
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--tool-call-parser", "none", "--enable-auto-tool-choice"}), Error);
+}
+
+TEST(ServeFlags, LimitFlagsReachTheServerConfig) {
+  server::ServerConfig limits;
+  CLI::App app;
+  add_limit_options(&app, limits);
+  app.parse("--max-request-body-bytes 1048576 --max-header-bytes 8192 --max-header-count 20 "
+            "--max-concurrent-connections 64 --max-tokens-cap 4096 --max-json-depth 128 "
+            "--request-header-timeout 5 --request-body-timeout 10 --response-write-timeout 15",
+            /*program_name_included=*/false);
+  EXPECT_EQ(limits.max_body_bytes, 1048576u);
+  EXPECT_EQ(limits.max_header_bytes, 8192u);
+  EXPECT_EQ(limits.max_header_count, 20);
+  EXPECT_EQ(limits.max_connections, 64);
+  EXPECT_EQ(limits.max_tokens_cap, 4096);
+  EXPECT_EQ(limits.max_json_depth, 128);
+  EXPECT_EQ(limits.header_timeout_seconds, 5);
+  EXPECT_EQ(limits.body_timeout_seconds, 10);
+  EXPECT_EQ(limits.write_timeout_seconds, 15);
+  EXPECT_TRUE(parse({"--model=models/dcuserve-demo", "--max-concurrent-connections", "8"}));
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--max-concurrent-connections", "0"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--max-request-body-bytes", "10"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--max-tokens-cap", "-1"}), CLI::ParseError);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ class ServerTest : public ::testing::Test {
     engine_ = std::make_unique<FakeEngine>(std::move(script), text ? 4096 : 256);
     cfg.port = 0;
     cfg.served_model_names = {"test-model"};
-    cfg.max_body_bytes = 8192;
+    if (cfg.max_body_bytes == ServerConfig{}.max_body_bytes) cfg.max_body_bytes = 8192;  // small unless a test sets one
     cfg.defaults.eos_token_ids = {kImEnd};
     config_ = cfg;
     metrics_ = std::make_unique<Metrics>("test-model");

@@ -22,8 +22,12 @@ class CpuBackend : public Backend {
     return p;
   }
   void release(void* ptr) override { std::free(ptr); }
-  void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);  // an empty tensor may have no data pointer
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);  // an empty tensor may have no data pointer
+  }
   void fill_zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override {
     // Split across threads so a bandwidth measurement sees every memory channel.
