@@ -255,17 +255,24 @@ int heads_dim_slice(const Launch& l, const PagedAttentionArgs& a) {
   return a.d <= l.lanes ? 1 : a.d <= 2 * l.lanes ? 2 : a.d <= 4 * l.lanes ? 4 : 8;
 }
 
+// The GQA group padded to the kernel's GT: 4 or 8 query heads per KV head.
+int group_tile(const PagedAttentionArgs& a) { return a.nh / a.nkv <= 4 ? 4 : 8; }
+
+// Blocks of each kernel resident per multiprocessor, for split_count: the tensor-core kernel's 147 KB
+// of shared memory at d = 256 leave room for one; the portable kernel's 256 threads for two or more.
+constexpr int kTensorCoreResident = 1, kPortableResident = 2;
+
 // Rows of a sequence per block of decode_attention_kernel: the step's, as far as warps and shared memory
 // allow.
 int portable_decode_rows(const Launch& l, const PagedAttentionArgs& a) {
   const int W = kDecodeThreads / l.lanes;
-  const size_t row_floats = size_t(a.nh / a.nkv <= 4 ? 4 : 8) * l.lanes * heads_dim_slice(l, a);
+  const size_t row_floats = size_t(group_tile(a)) * l.lanes * heads_dim_slice(l, a);
   return std::clamp(std::min(a.max_seq_rows, W), 1, int(kMaxQueryBytes / (row_floats * sizeof(float))));
 }
 
 void launch_portable_decode(const Launch& l, const PagedAttentionArgs& a, float* part_o, float* part_ml, int splits,
                             int R) {
-  const int W = kDecodeThreads / l.lanes, C = heads_dim_slice(l, a), GT = a.nh / a.nkv <= 4 ? 4 : 8;
+  const int W = kDecodeThreads / l.lanes, C = heads_dim_slice(l, a), GT = group_tile(a);
   const size_t row_floats = size_t(GT) * l.lanes * C;
   const size_t smem = (R * row_floats + size_t(W) * (GT * kChunk + GT) + 2 * size_t(W) * GT) * sizeof(float);
   with_lanes(l.lanes, [&](auto lanes) {
@@ -319,7 +326,8 @@ void launch_decode_attention(const Launch& l, const PagedAttentionArgs& a, Scrat
   if (a.d > 8 * l.lanes) fail_call("launch_decode_attention", __FILE__, __LINE__, "head dim above 8 x the warp");
   const int tensor_core_rows = tensor_core_decode_rows(l, a);
   const int R = tensor_core_rows > 0 ? tensor_core_rows : portable_decode_rows(l, a);
-  const int splits = split_count(l, a, a.num_seqs * ((a.max_seq_rows + R - 1) / R), tensor_core_rows > 0 ? 1 : 2);
+  const int splits = split_count(l, a, a.num_seqs * ((a.max_seq_rows + R - 1) / R),
+                               tensor_core_rows > 0 ? kTensorCoreResident : kPortableResident);
   float* part_o = nullptr;
   float* part_ml = nullptr;
   if (splits > 1) {
