@@ -121,8 +121,8 @@ TEST_P(GpuOps, Matmul) {
 
 // The bf16/f16 precision mode: tensor cores on CUDA builds (activations split into two 16-bit parts,
 // f32 accumulation); elsewhere the same portable kernels run. Two GEMV batch limits are covered; at
-// limit 4 the 8- and 16-row cases take the GEMV on narrow matrices (N <= 1024) and tensor cores on
-// wider ones (N = 1100).
+// limit 4 the 8- and 16-row cases take tensor cores, or with them off the GEMV on narrow matrices
+// (N <= 1024) and cuBLAS on wider ones (N = 1100).
 // On CUDA, up to 32 rows of 16-bit weights whose K is a multiple of 64 take the tensor-core kernel
 // (matmul_tensor_core.cu) above the GEMV: row counts that leave partial tiles, 1, 2 and 4 token tiles,
 // K split over blocks or not; with tensor_core_decode off the same cases go to cuBLAS.
@@ -146,9 +146,9 @@ TEST_P(GpuOps, MatmulWithVendorBlas) {
 
 // matmul_group: the projections of one input in one launch per kernel (the GEMV and the tensor-core
 // kernel take the whole group). Each output against the CPU's matmul: the GDN layer's four input
-// projections (two wide, two narrow: at 3..16 rows the narrow ones take the GEMV and the wide ones
-// tensor cores in the bf16 mode), attention q/k/v and the MLP's gate/up, at decode and prefill sizes,
-// in both precision modes.
+// projections (two wide, two narrow: at 3..32 rows all four take tensor cores in the bf16 mode, at
+// 3..16 rows of the f32 mode all the GEMV), attention q/k/v and the MLP's gate/up, at decode and
+// prefill sizes, in both precision modes.
 TEST_P(GpuOps, MatmulGroup) {
   struct GroupCase {
     int64_t T, K;

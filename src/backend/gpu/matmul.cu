@@ -588,15 +588,17 @@ void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 }
 #endif
 
-// GEMV or a GEMM, by shape. Up to gemv_max_tokens rows always take the GEMV. Narrow matrices
-// (N <= kGemvNarrowColumns output rows) take it up to kGemvMaxTokens rows whatever the limit: on an
-// H200 (BF16 weights, docs/PERFORMANCE_GPU.md round 2) cuBLAS hi + lo costs ~40 us on k/v_proj
-// [1024, 5120] at any T while the GEMV takes 9.3 / 13.2 / 21.6 us at T = 4 / 8 / 16 (GDN a/b
-// [48, 5120] reads 20x fewer bytes). On wide matrices the tensor-core kernel takes over from 3 rows
-// (gemv_max_tokens = 2 in gpu_options_for_dtype).
+// GEMV or a GEMM, by shape. Up to gemv_max_tokens rows always take the GEMV. Beyond, the tensor-core
+// kernel takes every matrix it fits (from 3 rows: gemv_max_tokens = 2 in gpu_options_for_dtype), narrow
+// ones included: it splits K across the GPU and joins the group's launch, where the GEMV gave GDN a/b
+// [48, 5120] 24 blocks (17 us at 8 rows on an H200, docs/PERFORMANCE_GPU.md round 11). Otherwise,
+// and in the medium precision mode (its activations rounded to bf16 moved the tiny model's greedy
+// continuations when these took them too, round 11), narrow matrices (N <= kGemvNarrowColumns output
+// rows) take the GEMV up to kGemvMaxTokens rows: cuBLAS hi + lo costs ~40 us on k/v_proj [1024, 5120]
+// at any T while the GEMV takes 9.3 / 13.2 / 21.6 us at T = 4 / 8 / 16 (round 2).
 constexpr int64_t kGemvNarrowColumns = 1024;
 
-// Whether the tensor-core kernel takes a quantized matmul (CUDA's vendor-BLAS mode, shapes it fits).
+// Whether the tensor-core kernel takes a matmul (CUDA's vendor-BLAS mode, shapes it fits).
 bool tensor_cores_take(const Launch& l, const MatmulArgs& a) {
 #if defined(DCUSERVE_CUDA)
   return l.tensor_cores && tensor_core_matmul_fits(a);
@@ -611,7 +613,8 @@ bool use_gemv(const Launch& l, const MatmulArgs& a) {
   // the GEMV up to its 16 rows.
   if (a.format != WeightFormat::Dense)
     return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && !tensor_cores_take(l, a));
-  return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns);
+  return gemv_takes_all(l.gemv_max_tokens, a.T) ||
+         (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns && !(l.split_activations && tensor_cores_take(l, a)));
 }
 
 }  // namespace
