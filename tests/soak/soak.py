@@ -12,7 +12,7 @@ hostile load for a bounded time. Checks that
   the choices clients saw answered, no error, and preemptions happened (vllm:num_preemptions_total > 0).
 
 Python 3 standard library only. Exit status 0 when every check holds; a JSON report with --report.
-  tests/soak/soak.py --bin build/cpu/dcuserve                  # the CTest run: 60 s of load
+  tests/soak/soak.py --bin build/cpu/dcuserve                  # 60 s of load (CTest: 45 s)
   tests/soak/soak.py --bin build/cpu/dcuserve --duration 1200  # the long run (docs/PERFORMANCE.md)
 """
 
