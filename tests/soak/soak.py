@@ -111,7 +111,11 @@ def main():
     ap.add_argument('--log', help="keep the server's log here (default: a temporary file)")
     args = ap.parse_args()
 
-    log_path = args.log or tempfile.mktemp(prefix='dcuserve-soak-', suffix='.log')
+    if args.log:
+        log_path = args.log
+    else:
+        with tempfile.NamedTemporaryFile(prefix='dcuserve-soak-', suffix='.log', delete=False) as f:
+            log_path = f.name
     server = server_process.ServerProcess(args.bin, args.model, SERVER_FLAGS, log_path)
     problems = []
     report = {'command': ' '.join(sys.argv), 'server': ' '.join(server.command), 'duration_s': args.duration,

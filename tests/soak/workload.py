@@ -2,7 +2,7 @@
 what the server answers. A kind returns the number of choices it saw answered completely (what the
 server must count as stop or length); it raises cases.Mismatch when the server got something wrong."""
 
-import socket
+import random
 import threading
 import time
 from collections import Counter
@@ -102,6 +102,7 @@ def pipelined(ctx, rng):
 def disconnect_mid_stream(ctx, rng):
     """Reads a few events of a long stream, then resets the connection."""
     case = rng.choice(ctx.cases['long_output'])
+    read = rng.randint(2, 6)  # drawn before, so the worker's random sequence does not depend on timing
     sock = http_client.connect(ctx.port)
     try:
         sock.sendall(http_client.request_bytes('POST', case.endpoint, case.request(True)))
@@ -112,7 +113,7 @@ def disconnect_mid_stream(ctx, rng):
         events = 0
         for chunk in reader.read_chunks():
             events += chunk.count(b'data: ')
-            if events >= rng.randint(2, 6):
+            if events >= read:
                 break
     finally:
         http_client.reset(sock)
@@ -133,7 +134,7 @@ def disconnect_before_first_token(ctx, rng):
 
 # ---- slow senders: the server must close them within its timeouts and serve the others meanwhile ----
 
-def _expect_closed(ctx, sock, timeout_s, what):
+def _expect_closed(sock, timeout_s, what):
     took = http_client.wait_closed(sock, timeout_s + CLOSE_SLACK_S)
     if took is None:
         raise Mismatch(f'{what}: still open {timeout_s + CLOSE_SLACK_S} s later (timeout {timeout_s} s)')
@@ -181,7 +182,7 @@ def idle_keep_alive(ctx, rng):
         sock.sendall(http_client.request_bytes('GET', '/health'))
         if http_client.Reader(sock).read_response().status != 200:
             raise Mismatch('idle keep-alive: /health failed')
-        _expect_closed(ctx, sock, HEADER_TIMEOUT_S, 'idle keep-alive connection')
+        _expect_closed(sock, HEADER_TIMEOUT_S, 'idle keep-alive connection')
     finally:
         sock.close()
     return 0
@@ -296,7 +297,6 @@ def run_one(ctx, rng, kind):
 
 
 def worker(ctx, seed, deadline):
-    import random
     rng = random.Random(seed)
     names = sorted(KINDS)
     weights = [KINDS[n][1] for n in names]
@@ -307,7 +307,6 @@ def worker(ctx, seed, deadline):
 def preemption_bursts(ctx, seed, deadline, burst=4):
     """Bursts of long prompts sent together: more KV pages than the cache holds, so some are preempted
     and recomputed; each answer must still equal the isolated one."""
-    import random
     rng = random.Random(seed)
     while time.monotonic() < deadline and not ctx.stop.is_set():
         chosen = rng.sample(ctx.cases['long_prompt'], burst)
