@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
