@@ -35,22 +35,27 @@ CacheStorage::CacheStorage(Backend& backend, const ModelConfig& c, const CacheSh
     buffers_.push_back(p);
     return p;
   };
-  for (int i = 0; i < c.num_layers + shape.draft_layers; ++i) {
-    if (i >= c.num_layers || c.layer_types[size_t(i)] == LayerType::FullAttention) {
-      PagedKv& kv = kv_[size_t(i)];
-      kv.block_size = shape.block_size;
-      kv.k = Tensor(alloc(b.kv_per_side), shape.kv_dtype, {shape.num_blocks, shape.block_size, c.num_kv_heads, c.head_dim});
-      kv.v = Tensor(alloc(b.kv_per_side), shape.kv_dtype, {shape.num_blocks, shape.block_size, c.num_kv_heads, c.head_dim});
-      if (b.kv_scales_per_side > 0) {
-        kv.k_scale = Tensor(alloc(b.kv_scales_per_side), DType::F32, {shape.num_blocks, shape.block_size, c.num_kv_heads});
-        kv.v_scale = Tensor(alloc(b.kv_scales_per_side), DType::F32, {shape.num_blocks, shape.block_size, c.num_kv_heads});
+  try {  // the destructor does not run for a constructor that throws: release what was taken
+    for (int i = 0; i < c.num_layers + shape.draft_layers; ++i) {
+      if (i >= c.num_layers || c.layer_types[size_t(i)] == LayerType::FullAttention) {
+        PagedKv& kv = kv_[size_t(i)];
+        kv.block_size = shape.block_size;
+        kv.k = Tensor(alloc(b.kv_per_side), shape.kv_dtype, {shape.num_blocks, shape.block_size, c.num_kv_heads, c.head_dim});
+        kv.v = Tensor(alloc(b.kv_per_side), shape.kv_dtype, {shape.num_blocks, shape.block_size, c.num_kv_heads, c.head_dim});
+        if (b.kv_scales_per_side > 0) {
+          kv.k_scale = Tensor(alloc(b.kv_scales_per_side), DType::F32, {shape.num_blocks, shape.block_size, c.num_kv_heads});
+          kv.v_scale = Tensor(alloc(b.kv_scales_per_side), DType::F32, {shape.num_blocks, shape.block_size, c.num_kv_heads});
+        }
+      } else {
+        GdnState& st = state_[size_t(i)];
+        st.conv = Tensor(alloc(b.conv), DType::F32, {shape.num_state_slots, c.linear_conv_dim(), c.linear_conv_kernel - 1});
+        st.recurrent = Tensor(alloc(b.recurrent), DType::F32,
+                              {shape.num_state_slots, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim});
       }
-    } else {
-      GdnState& st = state_[size_t(i)];
-      st.conv = Tensor(alloc(b.conv), DType::F32, {shape.num_state_slots, c.linear_conv_dim(), c.linear_conv_kernel - 1});
-      st.recurrent = Tensor(alloc(b.recurrent), DType::F32,
-                            {shape.num_state_slots, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim});
     }
+  } catch (...) {
+    for (void* p : buffers_) backend_.release(p);
+    throw;
   }
 }
 

@@ -193,9 +193,11 @@ void LlmEngine::run_step() {
     }
     sample_tokens(logits, verifications);
     if (drafter_) draft_next(work, verifications, first_rows, first_positions);
-  } catch (const Error& e) {
-    log::error("model step failed: {}", e.what());
-    for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, e.what());
+  } catch (const Error& e) {  // a failed allocation (scratch that grows with the batch) or kernel
+    fail_step(work, e.what());
+    return;
+  } catch (const std::bad_alloc&) {  // host memory for the step's own bookkeeping
+    fail_step(work, "out of host memory");
     return;
   }
 
@@ -312,6 +314,12 @@ void LlmEngine::collect_prompt_logprobs(Sequence& s, const Tensor& logits, int f
       s.prompt_logprobs[next] = Sampler::logprobs_of(std::span<const float>(&prompt_rows_[size_t(r * V)], size_t(V)),
                                                      s.tokens[next], s.params.prompt_logprobs);
   }
+}
+
+// Only the sequences of a failed step end, with the error; the others, and later requests, go on.
+void LlmEngine::fail_step(std::span<const ScheduledWork> work, const std::string& error) {
+  log::error("model step failed: {}", error);
+  for (const auto& w : work) finish(w.seq, FinishReason::Error, {}, error);
 }
 
 void LlmEngine::publish_counts() {

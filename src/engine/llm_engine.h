@@ -59,6 +59,7 @@ class LlmEngine final : public Engine {
   void collect_prompt_logprobs(Sequence& s, const Tensor& logits, int first_row, int rows);
   // Ends a sequence: last event, caches returned, memory freed.
   void finish(Sequence* seq, FinishReason reason, GenerationEvent event = {}, std::string error = {});
+  void fail_step(std::span<const ScheduledWork> work, const std::string& error);
   void publish_counts();  // the gauges stats() reads
   std::optional<SubmitError> check_prompt(const GenerationRequest& request) const;
   std::optional<FinishReason> stop_reason(const Sequence& seq, int32_t token) const;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 
 #include <omp.h>
 
@@ -15,6 +14,7 @@
 #include "core/log.h"
 #include "engine/cache_plan.h"
 #include "engine/device.h"
+#include "engine/host_memory.h"
 #include "model/quantization_config.h"
 #include "model/quantize.h"
 #include "model/safetensors.h"
@@ -23,17 +23,6 @@ namespace dcu {
 namespace {
 
 constexpr size_t kDefaultCpuCacheBytes = size_t(4) << 30;
-
-// Host memory the kernel reports as available (MemAvailable), 0 when unknown.
-size_t available_host_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  size_t kib;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
-}
 
 // --dtype float16 stores weight matrices as f16 (the fast path of gfx906's v_dot2_f32_f16); otherwise
 // they stay as the checkpoint has them.
@@ -51,7 +40,7 @@ size_t cache_budget_of(const EngineOptions& o, const Backend& backend, size_t sc
     return size_t(*o.kv_cache_memory_bytes);
   }
   if (auto gpu = gpu_info(backend, device_index)) return gpu_cache_budget(*gpu, o.gpu_memory_utilization, scratch_bytes);
-  return std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory()) * 0.5));
+  return std::min(kDefaultCpuCacheBytes, size_t(double(available_host_memory().value_or(0)) * 0.5));
 }
 
 // A start-up step that may touch GPUs: its errors end with the hint to run `dcuserve doctor`, unless
@@ -121,6 +110,17 @@ void check_weights_fit(const EngineOptions& o, const ModelConfig& config, const 
   }
 }
 
+// Runs `make`, which allocates `bytes` on `backend` for `what`; an allocation failure becomes an error
+// that names the size, the memory and what to change.
+template <typename F> auto allocating(const Backend& backend, size_t bytes, const char* what, const char* advice, F&& make) {
+  try {
+    return make();
+  } catch (const Error& e) {
+    fail("cannot allocate {} of {} memory for {} ({}); {}", format_bytes(double(bytes)),
+         backend.kind() == DeviceKind::Cpu ? "host" : "device", what, e.what(), advice);
+  }
+}
+
 // What the start-up log says of step graphs, on backends that have them.
 std::string graph_mode(const ModelRunner& runner, bool enforce_eager) {
   if (runner.records_graphs())
@@ -172,7 +172,12 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
     fail("--speculative-config: {} has no MTP block (mtp_num_hidden_layers is 0 or missing in config.json), "
          "so it cannot draft tokens; serve it without --speculative-config",
          o.model_dir);
-  on_devices(o, [&] { check_weights_fit(o, config_, backends_, loaded_weight_bytes(o, config_, shipped, quantize_)); });
+  const double weights = loaded_weight_bytes(o, config_, shipped, quantize_);
+  on_devices(o, [&] { check_weights_fit(o, config_, backends_, weights); });
+  // On the CPU the weights stay in host memory; on GPUs they pass through it a tensor at a time.
+  if (backends_[0]->kind() == DeviceKind::Cpu)
+    check_host_memory({weights, o.kv_cache_memory_bytes ? size_t(std::max<int64_t>(0, *o.kv_cache_memory_bytes)) : 0},
+                      available_host_memory());
   for (int r = 0; r < local_ranks; ++r)
     plans_.push_back(shard_plan(config_, o.node_rank * local_ranks + r, o.tensor_parallel_size));
   local_config_ = dcu::local_config(config_, plans_[0]);
@@ -268,9 +273,17 @@ ModelInstance LocalRanks::finish(const CacheShape& shape, const StepCapacity& ca
     RankInstance& rank = model.ranks[size_t(r)];
     rank.backend = std::move(backends_[size_t(r)]);
     if (tp > 1) rank.comm = std::move(comms_[size_t(r)]);
-    rank.cache = std::make_unique<CacheStorage>(*rank.backend, dcu::local_config(config_, plans_[size_t(r)]), shape);
-    rank.runner = std::make_unique<ModelRunner>(*rank.backend, config_, std::move(weights_[size_t(r)]), *rank.cache,
-                                                capacity.max_tokens, capacity.max_logit_rows, rank.comm.get());
+    const ModelConfig rank_config = dcu::local_config(config_, plans_[size_t(r)]);
+    rank.cache = allocating(*rank.backend, CacheStorage::bytes_needed(rank_config, shape), "the KV cache and GDN state",
+                            "give it less with --kv-cache-memory-bytes or a lower --gpu-memory-utilization", [&] {
+                              return std::make_unique<CacheStorage>(*rank.backend, rank_config, shape);
+                            });
+    const size_t scratch = ModelRunner::scratch_bytes(*rank.backend, config_, capacity.max_tokens, capacity.max_logit_rows,
+                                                      tp, options_.num_speculative_tokens > 0);
+    rank.runner = allocating(*rank.backend, scratch, "the step's activations", "lower --max-num-batched-tokens", [&] {
+      return std::make_unique<ModelRunner>(*rank.backend, config_, std::move(weights_[size_t(r)]), *rank.cache,
+                                           capacity.max_tokens, capacity.max_logit_rows, rank.comm.get());
+    });
     rank.runner->set_use_graphs(!options_.enforce_eager);
   }
   if (model.ranks[0].backend->supports_graphs())

@@ -108,8 +108,11 @@ struct ModelRunner::Activations {
     if (count > batch_ints_capacity) {
       backend.clear_graphs();  // they read the batch arrays where they were
       if (batch_ints) backend.release(batch_ints);
-      batch_ints_capacity = std::max(count, batch_ints_capacity * 2);
-      batch_ints = static_cast<int32_t*>(backend.allocate(batch_ints_capacity * sizeof(int32_t)));
+      batch_ints = nullptr;  // until the allocation succeeds: a failed one leaves no dangling buffer
+      const size_t capacity = std::max(count, batch_ints_capacity * 2);
+      batch_ints_capacity = 0;
+      batch_ints = static_cast<int32_t*>(backend.allocate(capacity * sizeof(int32_t)));
+      batch_ints_capacity = capacity;
     }
     return batch_ints;
   }

@@ -27,9 +27,11 @@ BatchSampler::~BatchSampler() { backend_.release(arena_); }
 void* BatchSampler::arena(size_t bytes) {
   if (bytes > arena_bytes_) {
     backend_.release(arena_);
-    arena_ = nullptr;
-    arena_bytes_ = std::max(bytes, arena_bytes_ * 2);
-    arena_ = backend_.allocate(arena_bytes_);
+    arena_ = nullptr;  // until the allocation succeeds: a failed one leaves no arena to be used
+    const size_t grown = std::max(bytes, arena_bytes_ * 2);
+    arena_bytes_ = 0;
+    arena_ = backend_.allocate(grown);
+    arena_bytes_ = grown;
   }
   return arena_;
 }

@@ -58,6 +58,7 @@ std::optional<ApiError> GenerationJob::start(JobEventSink sink) {
     c.last_token_time = arrival_;
     ++unfinished_;
   }
+  metrics_.requests_submitted(int(choices_.size()));
   return std::nullopt;
 }
 

@@ -43,18 +43,22 @@ struct JobInbox {
   net::steady_timer wake;  // cancelled to wake the session when an event arrives
 };
 
-// While a job runs, a one-byte read left pending on the socket notices a client that resets the connection
-// (or sends more) while nothing is being written. Its completion wakes the session as an event does.
+// While a job runs, a read left pending on the socket notices a client that resets the connection (or sends
+// more) while nothing is being written. Its completion wakes the session as an event does. What it reads
+// goes into the session's buffer: a pipelined request that arrives meanwhile is read from there next.
 struct ClientProbe {
   bool reading = false;
   std::optional<beast::error_code> result;  // until the session takes it
-  char byte = 0;
 };
+constexpr size_t kProbeBytes = 4096;
 
 // The handler runs on the socket's executor: the connection's strand, as the session and the inbox do.
-void start_probe(tcp::socket& socket, const std::shared_ptr<ClientProbe>& probe, const std::shared_ptr<JobInbox>& inbox) {
+// `buffer` is the session's, untouched by anyone else until the probe's read has completed.
+void start_probe(tcp::socket& socket, beast::flat_buffer& buffer, const std::shared_ptr<ClientProbe>& probe,
+                 const std::shared_ptr<JobInbox>& inbox) {
   probe->reading = true;
-  socket.async_read_some(net::buffer(&probe->byte, 1), [probe, inbox](const beast::error_code& ec, size_t) {
+  socket.async_read_some(buffer.prepare(kProbeBytes), [&buffer, probe, inbox](const beast::error_code& ec, size_t n) {
+    buffer.commit(n);
     probe->reading = false;
     probe->result = ec;
     inbox->wake.cancel();
@@ -112,8 +116,8 @@ struct HttpServer::Impl {
   net::awaitable<void> refuse(Connection& conn, const ApiError& error);
   net::awaitable<bool> write_stream_header(Connection& conn, unsigned version, bool keep_alive);
   net::awaitable<bool> write_stream_part(Connection& conn, const std::string& bytes, bool chunked);
-  net::awaitable<bool> run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
-                               bool keep_alive);
+  net::awaitable<bool> run_job(Connection& conn, beast::flat_buffer& buffer, std::shared_ptr<GenerationJob> job,
+                               unsigned version, bool keep_alive);
   void stop_all();
 };
 
@@ -284,7 +288,8 @@ net::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> conn)
     if (auto* response = std::get_if<HttpResponse>(&result))
       ok = co_await write_response(*conn, *response, version, keep_alive);
     else
-      ok = co_await run_job(*conn, std::get<std::shared_ptr<GenerationJob>>(std::move(result)), version, keep_alive);
+      ok = co_await run_job(*conn, buffer, std::get<std::shared_ptr<GenerationJob>>(std::move(result)), version,
+                            keep_alive);
     if (!ok || !keep_alive || conn->stopping) break;
   }
   beast::error_code ignored;
@@ -323,8 +328,8 @@ net::awaitable<bool> HttpServer::Impl::write_stream_part(Connection& conn, const
 }
 
 // Runs one generation job on this connection. Returns false when the connection cannot be reused.
-net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr<GenerationJob> job, unsigned version,
-                                                bool keep_alive) {
+net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, beast::flat_buffer& buffer,
+                                                std::shared_ptr<GenerationJob> job, unsigned version, bool keep_alive) {
   auto& stream = conn.stream;
   auto inbox = std::make_shared<JobInbox>(stream.get_executor());
   // The engine may hold the sink after the server and its io_context are gone (a cancelled request it has
@@ -361,14 +366,14 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
   auto probe = std::make_shared<ClientProbe>();
   bool watching = true;
   // EOF: the client half-closed after its request (`nc -N`), which is no reason to cancel (one that really
-  // went away fails a later write). A byte: a pipelined request, which cannot go back into Beast's buffer
-  // (the client retries it on a new connection). Either way the connection closes after this response.
+  // went away fails a later write); the connection closes after this response. Bytes: a pipelined request,
+  // now in the session's buffer, answered after this one; a reset is noticed at a failed write from here on.
   auto take_probe_result = [&] {
     const beast::error_code ec = *probe->result;
     probe->result.reset();
     client_gone = client_gone || (ec && ec != net::error::eof);
     watching = false;
-    keep_alive = false;
+    if (ec) keep_alive = false;
   };
   while (!client_gone && !job->done() && !conn.stopping) {
     if (inbox->pending.empty()) {
@@ -377,7 +382,7 @@ net::awaitable<bool> HttpServer::Impl::run_job(Connection& conn, std::shared_ptr
         continue;
       }
       stream.expires_never();
-      if (watching && !probe->reading) start_probe(stream.socket(), probe, inbox);
+      if (watching && !probe->reading) start_probe(stream.socket(), buffer, probe, inbox);
       inbox->wake.expires_at(net::steady_timer::time_point::max());
       beast::error_code ec;
       co_await inbox->wake.async_wait(into(ec));

@@ -79,6 +79,11 @@ std::string Metrics::render(const EngineStats& stats) const {
   for (size_t i = 0; i < finished_.size(); ++i)
     out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels_, kReasons[i],
                        finished_[i].load());
+  // Not a vLLM series: what lets a dashboard (or the soak test) check that every request ended, i.e. that
+  // submitted = the sum of request_success_total over its reasons + running + waiting.
+  header(out, "dcuserve:requests_submitted_total", "counter",
+         "Engine requests (prompts x n) accepted; each ends in one request_success_total.");
+  out += fmt::format("dcuserve:requests_submitted_total{{{}}} {}\n", labels_, submitted_.load());
   if (!stats.spec_accepted_per_position.empty()) {  // speculative decoding is on
     header(out, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.");
     out += fmt::format("vllm:spec_decode_num_drafts_total{{{}}} {}\n", labels_, stats.spec_drafts);

@@ -29,6 +29,8 @@ class Metrics {
  public:
   explicit Metrics(std::string model_name);
 
+  // Engine requests (prompts x n of one HTTP request) the engine accepted; each ends in request_finished.
+  void requests_submitted(int count) { submitted_.fetch_add(uint64_t(count), std::memory_order_relaxed); }
   void request_finished(FinishReason reason, int prompt_tokens, int generation_tokens, double e2e_seconds);
   void time_to_first_token(double seconds) { ttft_.observe(seconds); }
   void time_per_output_token(double seconds) { tpot_.observe(seconds); }
@@ -37,6 +39,7 @@ class Metrics {
 
  private:
   std::string labels_;  // model_name="..."
+  std::atomic<uint64_t> submitted_{0};
   std::array<std::atomic<uint64_t>, 4> finished_{};  // by FinishReason
   std::atomic<uint64_t> prompt_tokens_{0};
   std::atomic<uint64_t> generation_tokens_{0};

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { modelDir, startServer } from './server.mjs';
 
@@ -43,6 +44,36 @@ test('info prints the model and memory needs', () => {
 test('a bad model folder is a clear error, exit 1', () => {
   assert.throws(() => run(['generate', '--model', '/nonexistent', '--prompt-ids', '1']),
     (e) => e.status === 1 && /config\.json/.test(e.stderr));
+});
+
+// Out of memory at start-up: a KV cache beyond what the process may map (ulimit -v, 1 GB) fails its
+// allocation for real, and serve says which memory, how much and what to change, and exits 1.
+test('a KV cache that cannot be allocated is a clear start-up error naming its size, exit 1', () => {
+  assert.throws(() => execFileSync('bash', ['-c', 'ulimit -v 1000000 && exec "$0" "$@"', bin, 'serve', '--model', modelDir,
+                                            '--device', 'cpu', '--host', '127.0.0.1', '--port', '0',
+                                            '--kv-cache-memory-bytes', '1610612736'],
+                                    // Few OpenMP threads: their stacks count towards the limit too.
+                                    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000,
+                                      env: { ...process.env, OMP_NUM_THREADS: '2' } }),
+    (e) => e.status === 1 && /^error: cannot allocate 1\.50 GiB of host memory for the KV cache and GDN state \(out of host memory allocating \d+ bytes\); give it less with --kv-cache-memory-bytes/m.test(e.stderr));
+});
+
+// Out of host memory: a model of several TB (the demo's config.json scaled up, random weights) is refused
+// before anything is loaded, with what it needs and what is available.
+test('a model too large for host memory is a clear start-up error, exit 1', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcuserve-huge-'));
+  try {
+    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json'])
+      fs.copyFileSync(path.join(modelDir, f), path.join(dir, f));
+    const config = JSON.parse(fs.readFileSync(path.join(modelDir, 'config.json'), 'utf8'));
+    Object.assign(config.text_config, { hidden_size: 65536, intermediate_size: 1048576 });
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+    assert.throws(() => run(['serve', '--model', dir, '--load-format', 'dummy', '--device', 'cpu', '--host', '127.0.0.1',
+                             '--port', '0']),
+      (e) => e.status === 1 && /^error: the model needs about [\d.]+ GiB of host memory on the CPU backend \(weights [\d.]+ GiB\), but only [\d.]+ [GM]iB is available \(MemAvailable in \/proc\/meminfo\)/m.test(e.stderr));
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
 });
 
 test('serve logs the weights read, the cache and the start-up time, as vLLM-style lines', async () => {

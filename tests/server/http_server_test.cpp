@@ -295,6 +295,36 @@ TEST_F(ServerTest, HalfClosedClientStillGetsTheResponse) {
   }
 }
 
+// A request pipelined behind a generation request, sent while the job runs (so the server's watch for a
+// client reset reads it), is answered after the first on the same kept-alive connection.
+TEST_F(ServerTest, RequestPipelinedWhileAJobRunsIsAnsweredNext) {
+  start(byte_ids("abc"));
+  engine_->set_paused(true);
+  size_t submitted = 0;
+  for (bool stream : {false, true}) {
+    net::io_context ioc;
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 3}, {"stream", stream}});
+    ASSERT_TRUE(engine_->wait_submitted(++submitted));
+    net::write(s, net::buffer(completion_request(json{{"prompt", "y"}, {"max_tokens", 2}}.dump())));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server reads it while the job waits
+    engine_->set_paused(false);
+    namespace http = boost::beast::http;
+    boost::beast::flat_buffer buffer;  // one buffer for both: the second response may come with the first
+    http::response<http::string_body> first, second;
+    http::read(s, buffer, first);
+    http::read(s, buffer, second);
+    ++submitted;
+    engine_->set_paused(true);
+    EXPECT_EQ(first.result_int(), 200u);
+    EXPECT_TRUE(first.keep_alive()) << "stream=" << stream;
+    EXPECT_EQ(stream ? completion_text(split_sse(first.body()))
+                     : json::parse(first.body())["choices"][0]["text"].get<std::string>(),
+              "abc");
+    EXPECT_EQ(second.result_int(), 200u) << "stream=" << stream;
+    EXPECT_EQ(json::parse(second.body())["choices"][0]["text"], "ab") << "stream=" << stream;
+  }
+}
+
 // HTTP/1.0 has no chunked encoding: the events come raw and the closing connection ends them.
 TEST_F(ServerTest, Http10StreamIsRawUntilClose) {
   start(byte_ids("abc"));

@@ -64,6 +64,32 @@ TEST_F(ServerTest, AbortedRequestsAndTheirTokensAreCounted) {
   }
 }
 
+// dcuserve:requests_submitted_total counts the engine requests the engine took; once nothing runs, it
+// equals what request_success_total counts over every reason. A refused request (503) is in neither.
+TEST_F(ServerTest, EverySubmittedRequestEndsInOneFinishReason) {
+  start(byte_ids("abcdefgh"));
+  const std::string labels = "{model_name=\"test-model\"";
+  const std::string submitted = "dcuserve:requests_submitted_total" + labels + "}";
+  auto finished = [&](const char* reason) {
+    return metric(port_, "vllm:request_success_total" + labels + ",finished_reason=\"" + reason + "\"}");
+  };
+  EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 3}, {"n", 2}}).status, 200);  // 2 x length
+  EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 8}, {"stop", "c"}}).status, 200);  // stop string
+  {
+    net::io_context ioc;
+    auto s = open_completion(ioc, port_, {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}});
+    ASSERT_TRUE(engine_->wait_submitted(4));
+    abort_connection(s);
+    EXPECT_EQ(wait_metric(port_, kAborted, 1), 1);
+  }
+  engine_->set_max_active(0);
+  EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}}).status, 503);
+  EXPECT_EQ(metric(port_, submitted), 4);
+  EXPECT_EQ(finished("length"), 2);
+  EXPECT_EQ(finished("stop"), 1);
+  EXPECT_EQ(finished("error"), 0);
+}
+
 TEST_F(ServerTest, StopTokenTextIsLeftOutAndNamedInStopReason) {
   start(byte_ids("Compiler"));
   const int32_t stop_id = 'p';

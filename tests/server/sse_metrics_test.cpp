@@ -46,6 +46,8 @@ TEST(Metrics, ExpositionFormatAndHistogramInvariants) {
   metrics.time_to_first_token(0.3);
   metrics.time_to_first_token(5000.0);  // beyond the last bound: only +Inf
   metrics.time_per_output_token(0.02);
+  metrics.requests_submitted(2);
+  metrics.requests_submitted(1);
   metrics.request_finished(FinishReason::Stop, 10, 5, 1.2);
   metrics.request_finished(FinishReason::Length, 7, 16, 0.4);
   metrics.request_finished(FinishReason::Abort, 3, 0, 0.1);
@@ -64,6 +66,7 @@ TEST(Metrics, ExpositionFormatAndHistogramInvariants) {
   EXPECT_EQ(s["vllm:request_success_total{" + l + ",finished_reason=\"stop\"}"], 1);
   EXPECT_EQ(s["vllm:request_success_total{" + l + ",finished_reason=\"length\"}"], 1);
   EXPECT_EQ(s["vllm:request_success_total{" + l + ",finished_reason=\"abort\"}"], 1);
+  EXPECT_EQ(s["dcuserve:requests_submitted_total{" + l + "}"], 3);
   const std::string ttft = "vllm:time_to_first_token_seconds";
   EXPECT_EQ(s[ttft + "_bucket{" + l + ",le=\"0.001\"}"], 0);
   EXPECT_EQ(s[ttft + "_bucket{" + l + ",le=\"0.005\"}"], 1);
