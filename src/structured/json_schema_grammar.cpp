@@ -277,7 +277,8 @@ int JsonSchemaConverter::number_value(const ojson& schema, bool integer, const s
   }
   if (lo || hi) return decimal_range(g_, lo, hi);
   const int digits = g_.chars({{'0', '9'}});
-  const int whole = integer_range(g_, -kMaxMagnitude, kMaxMagnitude);
+  // A sign before any whole part, 0 included: -0.5 (and -0) are numbers.
+  const int whole = g_.seq({g_.optional(g_.literal("-")), integer_range(g_, 0, kMaxMagnitude)});
   const int frac = g_.seq({g_.literal("."), g_.repeat(digits, 1, kMaxFractionDigits)});
   const int exponent = g_.seq({g_.chars({{'e', 'e'}, {'E', 'E'}}), g_.optional(g_.chars({{'+', '+'}, {'-', '-'}})),
                                g_.repeat(digits, 1, 2)});

@@ -106,6 +106,13 @@ TEST(JsonSchemaGrammar, NumericBounds) {
   for (const char* bad : {"-1", "-3.5", "0", "-1.0"}) EXPECT_FALSE(neg.accepts(bad)) << bad;
 }
 
+// Found by the comparison with xgrammar (xgrammar_masks.test.mjs): an unbounded number had no -0.x.
+TEST(JsonSchemaGrammar, UnboundedNumbersOfEverySign) {
+  Schema n(R"({"type": "number"})");
+  for (const char* ok : {"-0.5", "-0", "-0e3", "0.25", "-12.5e-3", "7"}) EXPECT_TRUE(n.accepts(ok)) << ok;
+  for (const char* bad : {"--1", "-", "-01", "00", "-.5"}) EXPECT_FALSE(n.accepts(bad)) << bad;
+}
+
 TEST(JsonSchemaGrammar, RefsRecursionAnyOfAllOf) {
   Schema tree(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
                   "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}},
