@@ -26,9 +26,25 @@ std::optional<std::string> format_regex(std::string_view format) {
     const std::string octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
     return "(" + octet + "\\.){3}" + octet;
   }
+  if (format == "ipv6") {
+    // The eight groups, or fewer around one "::" (no embedded IPv4 part, no zone).
+    const std::string h = "[0-9a-fA-F]{1,4}";
+    std::string forms = "(" + h + ":){7}" + h;
+    for (int before = 0; before <= 7; ++before) {
+      const int after_max = 7 - before;
+      const std::string head = before == 0 ? ":" : "(" + h + ":){" + std::to_string(before) + "}";
+      const std::string tail = after_max == 0 ? ":" : "(:|(:" + h + "){1," + std::to_string(after_max) + "})";
+      forms += "|" + head + tail;
+    }
+    return forms;
+  }
   if (format == "uri")
     return "[a-zA-Z][a-zA-Z0-9+.-]*://" + label + "(\\." + label + ")*(/[a-zA-Z0-9._~-]*)*(\\?[a-zA-Z0-9._~=&-]*)?";
   return std::nullopt;
+}
+
+bool is_pattern_format(std::string_view format) {
+  return format == "starts_with" || format == "ends_with" || format == "includes";
 }
 
 }  // namespace dcu::structured

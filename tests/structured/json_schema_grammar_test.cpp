@@ -148,13 +148,32 @@ TEST(JsonSchemaGrammar, WhitespaceIsCapped) {
   EXPECT_FALSE(p.accepts("[\n1]"));
 }
 
+// What zod 4 (LangChain, the AI SDK) writes: z.record's propertyNames, the format of startsWith /
+// endsWith / includes beside the pattern that states it, and z.ipv6().
+TEST(JsonSchemaGrammar, ZodSchemas) {
+  Schema record(R"({"type": "object", "propertyNames": {"type": "string"}, "additionalProperties": {"type": "number"}})");
+  EXPECT_TRUE(record.accepts(R"({"a": 1, "b": 2.5})"));
+  EXPECT_FALSE(record.accepts(R"({"a": "x"})"));
+  EXPECT_TRUE(Schema(R"({"type": "object", "propertyNames": true})").accepts("{}"));
+  EXPECT_NE(error_of(R"({"type": "object", "propertyNames": {"pattern": "^a"}})").find("'propertyNames'"), std::string::npos);
+  Schema starts(R"({"type": "string", "format": "starts_with", "pattern": "^ab.*"})");
+  EXPECT_TRUE(starts.accepts(R"("abc")"));
+  EXPECT_FALSE(starts.accepts(R"("xbc")"));
+  EXPECT_NE(error_of(R"({"type": "string", "format": "starts_with"})").find("'starts_with'"), std::string::npos);
+  Schema ip(R"({"type": "string", "format": "ipv6"})");
+  for (const char* ok : {"::", "::1", "fe80::", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::"})
+    EXPECT_TRUE(ip.accepts(std::string("\"") + ok + "\"")) << ok;
+  for (const char* bad : {"1::2::3", "12345::", ":1", "1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9"})
+    EXPECT_FALSE(ip.accepts(std::string("\"") + bad + "\"")) << bad;
+}
+
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
   EXPECT_NE(error_of(R"({"type": "string", "contentSchema": {}, "minContains": 1})").find("'contentSchema'"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "array", "uniqueItems": true})").find("'uniqueItems'"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "patternProperties": {"a": {}}})").find("'patternProperties'"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "number", "multipleOf": 2})").find("'multipleOf'"), std::string::npos);
   EXPECT_NE(error_of(R"({"not": {"type": "null"}})").find("'not'"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "string", "format": "ipv6"})").find("'ipv6'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "string", "format": "duration"})").find("'duration'"), std::string::npos);
   EXPECT_NE(error_of(R"({"$ref": "http://example.com/s.json"})").find("local"), std::string::npos);
   EXPECT_NE(error_of(R"J({"type": "string", "pattern": "(?=a)"})J").find("lookahead"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "number", "minimum": 0.5})").find("whole-number"), std::string::npos);
