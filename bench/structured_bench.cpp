@@ -1,11 +1,12 @@
 // Structured-output cost with a real vocabulary: compile time per schema, and mask time per token along
 // a token walk through each schema of the corpus. The walk draws allowed tokens at random (the end token
-// half the time it is allowed, so the outputs are finished, valid instances) on a freshly compiled grammar:
-// those masks are "cold" (the per-state walks of the token trie are computed on first use). The same
+// half the time it is allowed, so most walks end: valid instances) on a freshly compiled grammar: those
+// masks are "cold" (the per-state walks of the token trie are computed on first use). The same
 // tokens are then replayed on the same grammar: "warm" masks, from the cache, as every later request
 // with that schema gets them. Logits rows of 248,320 (Qwen3.5); ids past the tokenizer never match.
 //
-//   build/cpu/bench/structured_bench tests/data/structured/schemas.jsonl third_party/downloads/qwen3-tokenizer [WALKS] [MAX_TOKENS]
+//   build/cpu/bench/structured_bench SCHEMAS.jsonl TOKENIZER_DIR [WALKS] [MAX_TOKENS]
+//   (docs/PERFORMANCE.md has the command line with the corpus and the Qwen3 tokenizer)
 
 #include <algorithm>
 #include <chrono>
@@ -29,7 +30,9 @@ namespace {
 
 constexpr int kRow = 248320;  // Qwen3.5's logits
 
-double micros(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
+double micros(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
   std::vector<double> compile_us, cold_us, warm_us;
   std::vector<uint32_t> mask(size_t(mask_words(kRow)));
   std::ifstream in(argv[1]);
-  int schemas = 0, failed = 0;
+  int schemas = 0, failed = 0, finished = 0;
   for (std::string line; std::getline(in, line);) {
     const auto entry = nlohmann::ordered_json::parse(line);
     ConstraintSpec spec;
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     try {
       grammar = compiler.compile(spec);
-    } catch (const GrammarError& e) {
+    } catch (const GrammarError&) {
       ++failed;
       continue;
     }
@@ -94,11 +97,13 @@ int main(int argc, char** argv) {
         std::vector<int32_t> allowed;
         for (int32_t id = 0; id < kRow; ++id)
           if ((mask[size_t(id >> 5)] >> (id & 31)) & 1u) allowed.push_back(id);
+        if (allowed.empty()) break;
         int32_t pick = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
         if (m.can_end() && rng() % 2 == 0) pick = *end;
         m.accept_token(pick);
         tokens.push_back(pick);
       }
+      finished += m.terminated();
       GrammarMatcher replay(grammar, {*end});
       for (int32_t token : tokens) {
         t0 = Clock::now();
@@ -108,7 +113,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("%d schemas compiled (%d refused), %d walk(s) each, at most %d tokens\n", schemas, failed, walks, max_tokens);
+  std::printf("%d schemas compiled (%d refused), %d walk(s) each, at most %d tokens, %d walks ended\n", schemas,
+              failed, walks, max_tokens, finished);
   report("compile per schema", compile_us);
   report("mask, cold (first walk)", cold_us);
   report("mask, warm (replayed)", warm_us);

@@ -7,7 +7,8 @@ namespace {
 // date.fromisoformat and rfc3339-validator, used by jsonschema's format checker) reject year 0. Days
 // 29-31 only in the months that always have them (no leap-year arithmetic in a regex).
 constexpr const char* kDate =
-    "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01]))|((0[469]|11)-(0[1-9]|[12][0-9]|30))|"
+    "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-"
+    "(((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01]))|((0[469]|11)-(0[1-9]|[12][0-9]|30))|"
     "(02-(0[1-9]|1[0-9]|2[0-8])))";
 // A time with its offset (RFC 3339 requires one; some validators do).
 constexpr const char* kTime = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";

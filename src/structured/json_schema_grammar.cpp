@@ -291,7 +291,8 @@ int JsonSchemaConverter::string_value(const ojson& schema, const std::string& pa
     if (!schema["pattern"].is_string()) grammar_error("'pattern' at {} must be a string", path);
     content = parse_regex(g_, schema["pattern"].get<std::string>(), CharEncoding::JsonString, RegexMatch::Search);
   }
-  const std::string format = schema.contains("format") && schema["format"].is_string() ? schema["format"].get<std::string>() : "";
+  const std::string format =
+      schema.contains("format") && schema["format"].is_string() ? schema["format"].get<std::string>() : "";
   if (schema.contains("format") && !(content && is_pattern_format(format))) {
     auto regex = format_regex(format);
     if (!regex) grammar_error("the string format '{}' (at {}) is not supported", format, path);

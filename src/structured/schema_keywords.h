@@ -1,6 +1,7 @@
 #pragma once
 // Which JSON Schema keywords the converter implements, which it may ignore because they never
-// constrain an instance (annotations, and vacuous values of others), and the check that refuses every other keyword by name.
+// constrain an instance (annotations, and vacuous values of others), and the check that refuses every
+// other keyword by name.
 
 #include <string>
 

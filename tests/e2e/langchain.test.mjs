@@ -32,9 +32,10 @@ describe('LangChain ChatOpenAI', () => {
   });
 
   // ChatOpenAI has no seed field: it goes into the body through modelKwargs.
-  const chat = ({ seed, ...fields }) => new ChatOpenAI({ model: 'demo', apiKey: 'unused', configuration: { baseURL: recorder.baseURL },
-                                                        temperature: 0.8, maxTokens: 200, maxRetries: 0, modelKwargs: { seed },
-                                                        ...fields });
+  const chat = ({ seed, ...fields }) => new ChatOpenAI({
+    model: 'demo', apiKey: 'unused', configuration: { baseURL: recorder.baseURL }, temperature: 0.8, maxTokens: 200,
+    maxRetries: 0, modelKwargs: { seed }, ...fields,
+  });
   // The request bodies LangChain sent while `run` ran.
   async function sent(run) {
     const from = recorder.exchanges.length;
@@ -45,8 +46,8 @@ describe('LangChain ChatOpenAI', () => {
 
   test("withStructuredOutput method 'functionCalling' (strict off and on) forces the tool", bounded, async () => {
     for (const strict of [undefined, true]) {
-      const { value, bodies } = await sent(() => chat({ seed: 1 }).withStructuredOutput(Word, { method: 'functionCalling', strict, includeRaw: true })
-        .invoke(prompt));
+      const { value, bodies } = await sent(() => chat({ seed: 1 })
+        .withStructuredOutput(Word, { method: 'functionCalling', strict, includeRaw: true }).invoke(prompt));
       assert.equal(bodies.length, 1);
       assert.deepEqual(bodies[0].tool_choice, { type: 'function', function: { name: 'extract' } });
       assert.equal(bodies[0].tools[0].function.strict, strict);
@@ -58,8 +59,8 @@ describe('LangChain ChatOpenAI', () => {
 
   // For a zod schema LangChain 1.5.8 sends strict: true even when told strict: false.
   test("withStructuredOutput method 'jsonSchema' sends a strict json_schema response format", bounded, async () => {
-    const { value, bodies } = await sent(() => chat({ seed: 2 }).withStructuredOutput(Word, { method: 'jsonSchema', includeRaw: true })
-      .invoke(prompt));
+    const { value, bodies } = await sent(() => chat({ seed: 2 })
+      .withStructuredOutput(Word, { method: 'jsonSchema', includeRaw: true }).invoke(prompt));
     assert.equal(bodies[0].response_format.type, 'json_schema');
     assert.equal(bodies[0].response_format.json_schema.strict, true);
     assert.equal(value.raw.response_metadata.finish_reason, 'stop');
@@ -83,8 +84,8 @@ describe('LangChain ChatOpenAI', () => {
     for (const method of ['functionCalling', 'jsonSchema']) {
       const { value, bodies } = await sent(async () => {
         let last;
-        for await (const chunk of await chat({ seed: 3, streaming: true }).withStructuredOutput(Word, { method }).stream(prompt))
-          last = chunk;
+        const model = chat({ seed: 3, streaming: true }).withStructuredOutput(Word, { method });
+        for await (const chunk of await model.stream(prompt)) last = chunk;
         return last;
       });
       assert.equal(bodies[0].stream, true, method);
@@ -100,7 +101,8 @@ describe('LangChain ChatOpenAI', () => {
       { options: { tool_choice: 'define' }, choice: { type: 'function', function: { name: 'define' } } },
     ];
     for (const { options, choice } of cases) {
-      const { value, bodies } = await sent(() => chat({ seed: 4 }).bindTools([define], options).invoke('What does "harbor" mean?'));
+      const { value, bodies } = await sent(() => chat({ seed: 4 }).bindTools([define], options)
+        .invoke('What does "harbor" mean?'));
       assert.deepEqual(bodies[0].tool_choice, choice);
       assert.equal(bodies[0].parallel_tool_calls, options.parallel_tool_calls);
       assert.equal(value.tool_calls.length, 1, JSON.stringify(value.tool_calls));

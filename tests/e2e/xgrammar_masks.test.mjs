@@ -156,14 +156,15 @@ test('masks agree with xgrammar along token walks through the corpus', { timeout
         onlyTheirs.push(id);
       }
       if (onlyOurs.length || onlyTheirs.length) {
-        const show = (list) => list.slice(0, 5).map((id) => (id === vocab.end ? endToken : Buffer.from(vocab.bytes(id)).toString()));
+        const show = (list) => list.slice(0, 5)
+          .map((id) => (id === vocab.end ? endToken : Buffer.from(vocab.bytes(id)).toString()));
         differences.push(`${walk.name} seed ${walk.seed} after ${JSON.stringify(Buffer.from(text).toString())}: ` +
                          `only ours ${JSON.stringify(show(onlyOurs))}, only xgrammar ${JSON.stringify(show(onlyTheirs))}`);
         break;
       }
       if (i === walk.tokens.length) break;
       const token = walk.tokens[i];
-      assert.ok(matcher.acceptToken(token), `${walk.name}: xgrammar refuses token ${token} from its own mask`);
+      assert.ok(matcher.acceptToken(token), `${walk.name}: xgrammar refuses token ${token}, which both masks allow`);
       if (token !== vocab.end) text.push(...vocab.bytes(token));
     }
   }

@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
     for (int seed = 0; seed < seeds; ++seed) {
       std::mt19937 rng{static_cast<uint32_t>(seed)};
       GrammarMatcher m(grammar, {*end});
-      auto walk = nlohmann::ordered_json{{"name", entry["name"]}, {"seed", seed}, {"tokens", nlohmann::ordered_json::array()},
+      auto walk = nlohmann::ordered_json{{"name", entry["name"]}, {"seed", seed},
+                                         {"tokens", nlohmann::ordered_json::array()},
                                          {"masks", nlohmann::ordered_json::array()}};
       for (int t = 0; t <= max_tokens && !m.terminated(); ++t) {
         m.fill_mask(mask);
