@@ -68,7 +68,7 @@ function byteOfChar() {
 
 function demoVocabulary() {
   const tok = JSON.parse(fs.readFileSync(path.join(repoRoot, 'models/dcuserve-demo/tokenizer.json'), 'utf8'));
-  const size = Math.max(...Object.values(tok.model.vocab), ...tok.added_tokens.map((a) => a.id)) + 1;
+  const size = [...Object.values(tok.model.vocab), ...tok.added_tokens.map((a) => a.id)].reduce((a, b) => Math.max(a, b)) + 1;
   const encoded = new Array(size).fill('');
   for (const [text, id] of Object.entries(tok.model.vocab)) encoded[id] = text;
   for (const a of tok.added_tokens) encoded[a.id] = a.special ? '' : a.content;  // ASCII: its own byte-level form

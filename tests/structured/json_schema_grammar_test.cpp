@@ -141,6 +141,18 @@ TEST(JsonSchemaGrammar, WhitespaceIsCapped) {
   Schema s(R"({"type": "array", "items": {"type": "integer"}})", two);
   EXPECT_TRUE(s.accepts("[ 1,\n 2 ]"));
   EXPECT_FALSE(s.accepts("[   1]"));
+  // An empty array or object is one gap, not the gap before its contents and the one after (found
+  // comparing masks with xgrammar's over the Qwen3 vocabulary: 16 spaces fit in "[" "]").
+  const std::pair<const char*, char> empties[] = {
+      {R"({"type": "array", "items": {"type": "integer"}})", '['}, {R"({"type": "array", "prefixItems": [{}]})", '['},
+      {R"({"type": "array", "maxItems": 0})", '['}, {R"({"type": "object", "properties": {"a": {}}})", '{'},
+      {R"({"type": "object", "additionalProperties": true})", '{'}, {R"({})", '{'}, {R"({})", '['}};
+  for (const auto& [text, open] : empties) {
+    const std::string close = open == '[' ? "]" : "}";
+    Schema e(text, two);
+    EXPECT_TRUE(e.accepts(std::string(1, open) + "  " + close)) << text;
+    EXPECT_FALSE(e.accepts(std::string(1, open) + "   " + close)) << text;
+  }
   JsonGrammarOptions pattern;
   pattern.whitespace_pattern = "[ ]?";
   Schema p(R"({"type": "array", "items": {"type": "integer"}})", pattern);
