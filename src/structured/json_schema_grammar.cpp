@@ -101,6 +101,13 @@ int JsonSchemaConverter::plain_string() {
   return g_.seq({g_.literal("\""), g_.star(json_string_char(g_)), g_.literal("\"")});
 }
 
+// open ws content ws close, or open ws close where it may be empty: an empty object or array has one
+// gap of whitespace, not two. `content` must not match the empty string.
+int JsonSchemaConverter::bracketed(const char* open, int content, bool may_be_empty, const char* close) {
+  const int inside = g_.seq({content, whitespace()});
+  return g_.seq({g_.literal(open), whitespace(), may_be_empty ? g_.optional(inside) : inside, g_.literal(close)});
+}
+
 // Any JSON value: the recursive rules value / object / array.
 int JsonSchemaConverter::any_value() {
   if (value_rule_ < 0) {
@@ -109,12 +116,9 @@ int JsonSchemaConverter::any_value() {
     auto ws = [&] { return whitespace(); };
     auto member = [&] { return g_.seq({plain_string(), ws(), g_.literal(":"), ws(), g_.ref(value_rule_)}); };
     auto comma = [&] { return g_.seq({ws(), g_.literal(","), ws()}); };
-    g_.set_body(object, g_.seq({g_.literal("{"), ws(),
-                                g_.optional(g_.seq({member(), g_.star(g_.seq({comma(), member()}))})), ws(),
-                                g_.literal("}")}));
-    g_.set_body(array, g_.seq({g_.literal("["), ws(),
-                               g_.optional(g_.seq({g_.ref(value_rule_), g_.star(g_.seq({comma(), g_.ref(value_rule_)}))})),
-                               ws(), g_.literal("]")}));
+    g_.set_body(object, bracketed("{", g_.seq({member(), g_.star(g_.seq({comma(), member()}))}), true, "}"));
+    g_.set_body(array, bracketed("[", g_.seq({g_.ref(value_rule_), g_.star(g_.seq({comma(), g_.ref(value_rule_)}))}),
+                                 true, "]"));
     ojson number_schema = {{"type", "number"}};
     g_.set_body(value_rule_, g_.alt({g_.ref(object), g_.ref(array), plain_string(), number_value(number_schema, false, "#"),
                                      g_.literal("true"), g_.literal("false"), g_.literal("null")}));
@@ -277,7 +281,8 @@ int JsonSchemaConverter::number_value(const ojson& schema, bool integer, const s
   }
   if (lo || hi) return decimal_range(g_, lo, hi);
   const int digits = g_.chars({{'0', '9'}});
-  const int whole = integer_range(g_, -kMaxMagnitude, kMaxMagnitude);
+  // A sign before any whole part, 0 included: -0.5 (and -0) are numbers.
+  const int whole = g_.seq({g_.optional(g_.literal("-")), integer_range(g_, 0, kMaxMagnitude)});
   const int frac = g_.seq({g_.literal("."), g_.repeat(digits, 1, kMaxFractionDigits)});
   const int exponent = g_.seq({g_.chars({{'e', 'e'}, {'E', 'E'}}), g_.optional(g_.chars({{'+', '+'}, {'-', '-'}})),
                                g_.repeat(digits, 1, 2)});
@@ -290,8 +295,9 @@ int JsonSchemaConverter::string_value(const ojson& schema, const std::string& pa
     if (!schema["pattern"].is_string()) grammar_error("'pattern' at {} must be a string", path);
     content = parse_regex(g_, schema["pattern"].get<std::string>(), CharEncoding::JsonString, RegexMatch::Search);
   }
-  if (schema.contains("format")) {
-    const std::string format = schema["format"].is_string() ? schema["format"].get<std::string>() : "";
+  const std::string format =
+      schema.contains("format") && schema["format"].is_string() ? schema["format"].get<std::string>() : "";
+  if (schema.contains("format") && !(content && is_pattern_format(format))) {
     auto regex = format_regex(format);
     if (!regex) grammar_error("the string format '{}' (at {}) is not supported", format, path);
     const int f = parse_regex(g_, *regex, CharEncoding::JsonString, RegexMatch::Whole);
@@ -386,13 +392,15 @@ int JsonSchemaConverter::object_value(const ojson& schema, const std::string& pa
       after[i] = g_.ref(rule);
     }
   }
-  // first(i): nothing written yet, members from i on.
-  int first = extra ? g_.optional(g_.seq({*extra, g_.star(g_.seq({comma(), *extra}))})) : g_.empty();
+  // first(i): nothing written yet, at least one member from i on.
+  int first = extra ? g_.seq({*extra, g_.star(g_.seq({comma(), *extra}))}) : g_.nothing();
+  bool may_be_empty = true;
   for (size_t i = n; i-- > 0;) {
     const int here = g_.seq({member(i), after[i + 1]});
     first = props[i].required ? here : g_.alt({here, first});
+    may_be_empty = may_be_empty && !props[i].required;
   }
-  return g_.seq({g_.literal("{"), ws(), first, ws(), g_.literal("}")});
+  return bracketed("{", first, may_be_empty, "}");
 }
 
 int JsonSchemaConverter::array_value(const ojson& schema, const std::string& path) {
@@ -428,22 +436,26 @@ int JsonSchemaConverter::array_value(const ojson& schema, const std::string& pat
     item_rule = new_rule("item");
     g_.set_body(item_rule, value(*items, child(path, "items")));
   }
-  // The items from position j on, j already written.
+  // The items from position j >= 1 on, j already written (each after a comma).
   std::function<int(int)> from = [&](int j) -> int {
     if (max >= 0 && j >= max) return g_.empty();
     if (j >= k) {
       if (!items) return j >= min ? g_.empty() : g_.nothing();
-      const int lo = std::max(0, min - j), hi = max < 0 ? -1 : max - j;
-      if (j > 0) return g_.repeat(g_.seq({comma(), g_.ref(item_rule)}), lo, hi);
-      const int rest = g_.repeat(g_.seq({comma(), g_.ref(item_rule)}), std::max(0, lo - 1), hi < 0 ? -1 : hi - 1);
-      const int some = g_.seq({g_.ref(item_rule), rest});
-      return lo == 0 ? g_.optional(some) : some;
+      return g_.repeat(g_.seq({comma(), g_.ref(item_rule)}), std::max(0, min - j), max < 0 ? -1 : max - j);
     }
     const int element = value(prefix[size_t(j)], child(child(path, "prefixItems"), std::to_string(j)));
-    const int both = g_.seq({j == 0 ? element : g_.seq({comma(), element}), from(j + 1)});
+    const int both = g_.seq({comma(), element, from(j + 1)});
     return j < min ? both : g_.optional(both);
   };
-  return g_.seq({g_.literal("["), ws(), from(0), ws(), g_.literal("]")});
+  // At least one item: the first (the prefix's, or one of `items`), then the rest.
+  int some = g_.nothing();
+  if (max != 0 && k > 0) {
+    some = g_.seq({value(prefix[0], child(child(path, "prefixItems"), "0")), from(1)});
+  } else if (max != 0 && items) {
+    const int rest = g_.repeat(g_.seq({comma(), g_.ref(item_rule)}), std::max(0, min - 1), max < 0 ? -1 : max - 1);
+    some = g_.seq({g_.ref(item_rule), rest});
+  }
+  return bracketed("[", some, min == 0, "]");
 }
 
 Grammar json_schema_grammar(const ojson& schema, const JsonGrammarOptions& options) {

@@ -45,6 +45,7 @@ class JsonSchemaConverter {
   int array_value(const ojson& schema, const std::string& path);
   int number_value(const ojson& schema, bool integer, const std::string& path);
   int plain_string();
+  int bracketed(const char* open, int content, bool may_be_empty, const char* close);
   int new_rule(const std::string& what);
 
   Grammar& g_;

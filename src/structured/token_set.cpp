@@ -17,9 +17,13 @@ TokenSet::TokenSet(std::vector<uint32_t> bits, int vocab) : vocab_(vocab) {
     bits_ = std::move(bits);
     return;
   }
-  const bool want = form_ == Form::Ids;
-  for (int id = 0; id < vocab; ++id)
-    if (bool((bits[size_t(id >> 5)] >> (id & 31)) & 1u) == want) ids_.push_back(id);
+  // Word by word, set bits only: the ids, or (complemented, past-the-end bits cleared) the ids left out.
+  ids_.reserve(size_t(form_ == Form::Ids ? count : vocab - count));
+  for (int i = 0; i < words; ++i) {
+    uint32_t w = form_ == Form::Ids ? bits[size_t(i)] : ~bits[size_t(i)];
+    if (i == words - 1 && vocab % 32) w &= (1u << (vocab % 32)) - 1;
+    for (; w; w &= w - 1) ids_.push_back(32 * i + std::countr_zero(w));
+  }
 }
 
 void TokenSet::write(std::span<uint32_t> mask) const {
