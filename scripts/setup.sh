@@ -32,7 +32,8 @@ done
 # Boost (headers only): any libboost1.XX-dev of 1.74 or later that is installed, else the newest the
 # distribution has (Debian 12: 1.81, Ubuntu 22.04: 1.74). The versions conflict with one another.
 boost_minors() { sed -n 's/^libboost1\.\([0-9]*\)-dev$/\1/p' | sort -n; }
-installed_boost="$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 'libboost1.*-dev' 2>/dev/null |
+# (dpkg-query exits 1 when no package of that name was ever known: a fresh machine.)
+installed_boost="$({ dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 'libboost1.*-dev' 2>/dev/null || true; } |
   awk '$1 == "ii" {print $2}' | boost_minors | tail -1)"
 need_boost=false
 [ -n "$installed_boost" ] && [ "$installed_boost" -ge 74 ] || need_boost=true
