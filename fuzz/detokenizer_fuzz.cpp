@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary token ids (unknown and special ones included) streamed through the
 // detokenizer with up to three stop strings (those that are valid UTF-8). The streamed text must be valid UTF-8 and equal the
-// one-shot decode cut at the earliest stop string, whatever ids arrive.
+// one-shot decode cut before the first stop string to complete, whatever ids arrive.
 //
 // Input: byte 0 = skip_special_tokens (bit 0) and the number of stop strings (bits 1-2); then each stop
 // string as a length byte and its bytes; the rest, two bytes per id. Tokenizer: the demo model's.
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/stop_string_reference.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
@@ -47,12 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int32_t id : ids) streamed += detokenizer.push(id);
   streamed += detokenizer.flush();
 
-  std::string expected = t.decode(ids, skip_special);
-  size_t first_stop = std::string::npos;
-  for (const auto& stop : stops)
-    if (!stop.empty()) first_stop = std::min(first_stop, expected.find(stop));
-  if (first_stop != std::string::npos) expected.resize(first_stop);
+  const std::string decoded = t.decode(ids, skip_special);
+  const std::string expected = dcu::test::cut_at_first_completed_stop(decoded, stops);
   if (streamed != expected || !dcu::text::utf8_is_valid(streamed)) std::abort();
-  if (detokenizer.stopped() != (first_stop != std::string::npos)) std::abort();
+  // A stop string is never empty, so the text is cut exactly when one occurs.
+  if (detokenizer.stopped() != (expected.size() < decoded.size())) std::abort();
   return 0;
 }

@@ -39,11 +39,17 @@ std::string StreamingDetokenizer::flush() {
 
 std::string StreamingDetokenizer::release(std::string text, bool at_end) {
   held_text_ += text;
+  // Generation ends as soon as a stop string appears, so the one that completes first wins, even over a
+  // longer one that began earlier and is not complete yet; of those ending at the same byte, the longest.
   size_t first = std::string::npos;
+  size_t first_end = std::string::npos;
   for (const std::string& stop : stop_strings_) {
     const size_t pos = held_text_.find(stop);
-    if (pos < first) {
+    if (pos == std::string::npos) continue;
+    const size_t end = pos + stop.size();
+    if (end < first_end || (end == first_end && pos < first)) {
       first = pos;
+      first_end = end;
       stop_string_ = stop;
     }
   }

@@ -1,8 +1,9 @@
 #pragma once
 // Turns generated token ids into text as they arrive, for streaming responses: it never returns part
 // of a UTF-8 character, holds back text that may be the start of a stop string, and stops at the
-// first stop string (which, like everything after it, is never returned).
-// The outputs of push() and flush() joined equal Tokenizer::decode of all ids cut at the first stop string.
+// first stop string to complete (which, like everything after it, is never returned).
+// The outputs of push() and flush() joined equal Tokenizer::decode of all ids cut at the start of the stop
+// string occurrence that ends first (of those ending at the same byte, the one that starts first).
 
 #include <cstdint>
 #include <optional>

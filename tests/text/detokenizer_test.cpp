@@ -1,10 +1,11 @@
-// StreamingDetokenizer: outputs joined must equal Tokenizer::decode of all ids cut at the first stop
-// string; checked on hand-picked cases and on random id sequences over the real tokenizers.
+// StreamingDetokenizer: outputs joined must equal Tokenizer::decode of all ids cut before the first stop
+// string to complete; checked on hand-picked cases and on random id sequences over the real tokenizers.
 #include <filesystem>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "support/stop_string_reference.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
@@ -32,14 +33,10 @@ Stream run(const Tokenizer& t, const std::vector<int32_t>& ids, bool skip_specia
   return s;
 }
 
-// decode(ids) cut at the earliest occurrence of any stop string: the reference for the stream.
+// decode(ids) cut before the first stop string to complete: the reference for the stream.
 std::string expected(const Tokenizer& t, const std::vector<int32_t>& ids, bool skip_special,
                      const std::vector<std::string>& stops) {
-  std::string text = t.decode(ids, skip_special);
-  size_t cut = std::string::npos;
-  for (const auto& s : stops)
-    if (!s.empty()) cut = std::min(cut, text.find(s));
-  return cut == std::string::npos ? text : text.substr(0, cut);
+  return test::cut_at_first_completed_stop(t.decode(ids, skip_special), stops);
 }
 
 const Tokenizer& demo() {
@@ -77,6 +74,20 @@ TEST(Detokenizer, StopStringAcrossTokensIsNotReturned) {
   EXPECT_EQ(none.text, "Hello world. The END is near, END.");
 }
 
+// Found by the fuzzer: "ower " began before "e" but "e" completed first, and generation ends there,
+// whether the two complete in different tokens or (" power" is one token) in the same one.
+TEST(Detokenizer, StopStringThatCompletesFirstWinsOverAnEarlierLongerOne) {
+  const Tokenizer& t = demo();
+  const auto ids = t.encode(" drink power tri");
+  const Stream s = run(t, ids, false, {"ower ", "e"});
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.text, " drink pow");
+  EXPECT_EQ(run(t, ids, false, {"ower", "we"}).text, " drink po");
+  // Ending at the same byte, the longer (earlier) one cuts.
+  EXPECT_EQ(run(t, ids, false, {"r", "power"}).text, " d");
+  EXPECT_EQ(run(t, ids, false, {"wer", "power"}).text, " drink ");
+}
+
 TEST(Detokenizer, HeldBackPrefixIsReleasedWhenItDoesNotComplete) {
   const Tokenizer& t = demo();
   const auto ids = t.encode("a <|b c");
@@ -102,7 +113,7 @@ void random_property(const Tokenizer& t, uint32_t seed) {
   std::uniform_int_distribution<int32_t> any_id(-3, t.vocab_size() + 2);
   std::uniform_int_distribution<int> length(0, 40);
   const std::vector<std::vector<std::string>> stop_sets = {
-      {}, {"e"}, {"the", "\n\n"}, {"<|im_end|>"}, {"\uFFFD"}, {"ab", "b"}, {"Ġ"}, {" a", "a b c d e"}};
+      {}, {"e"}, {"the", "\n\n"}, {"<|im_end|>"}, {"\uFFFD"}, {"ab", "b"}, {"Ġ"}, {" a", "a b c d e"}, {"ower ", "e"}, {"the ", "he"}};
   for (int round = 0; round < 3000; ++round) {
     std::vector<int32_t> ids(length(rng));
     for (auto& id : ids) id = any_id(rng);
