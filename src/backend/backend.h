@@ -164,6 +164,9 @@ class Backend {
   // x = (x > 0 ? x / scale : x * scale) - bias.   logits [R, V]; targets [E, 2] i32 (row, id);
   // factors [E, 2] f32 (scale, bias); a bias of +inf bans the id.
   virtual void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) = 0;
+  // Structured output: logits[rows[i], id] = -inf wherever bit id % 32 of allowed[i, id / 32] is clear.
+  // logits [R, V]; rows [m] i32 (distinct); allowed [m, ceil(V / 32)] i32 (bit masks).
+  virtual void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed) = 0;
   // For each listed row rows[i] of logits [R, V]: its k largest values and their ids, largest first and
   // equal values by lower id (core/top_k.h), and stats[i] = {log sum_j exp(x_j), sum_j exp((x_j - max)
   // * inv_temperature[i])}.   rows, inv_temperature [n]; top_values [n, k] f32, top_ids [n, k] i32,

@@ -9,9 +9,15 @@ namespace {
 // Host staging of one summary call: what goes up in one upload and comes back in one download.
 // Every element is 4 bytes, so the sections are laid out back to back.
 struct SummaryLayout {
-  int64_t n = 0, k = 0, E = 0;
-  // up: rows [n] i32, inverse temperatures [n] f32, targets [E, 2] i32, factors [E, 2] f32
-  int64_t up_words() const { return 2 * n + 4 * E; }
+  int64_t m = 0, W = 0, n = 0, k = 0, E = 0;
+  // up: masked rows [m] i32, masks [m, W] (a bit per id), rows [n] i32, inverse temperatures [n] f32,
+  //     targets [E, 2] i32, factors [E, 2] f32
+  int64_t masks() const { return m; }
+  int64_t rows() const { return m + m * W; }
+  int64_t inv_temperatures() const { return rows() + n; }
+  int64_t targets() const { return inv_temperatures() + n; }
+  int64_t factors() const { return targets() + 2 * E; }
+  int64_t up_words() const { return factors() + 2 * E; }
   // down: top values [n, k] f32, top ids [n, k] i32, stats [n, 2] f32
   int64_t down_words() const { return 2 * n * k + 2 * n; }
 };
@@ -63,9 +69,30 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   }
   if (summarised.empty()) return tokens;
 
-  // Adjust and summarise the other rows on the backend: one upload, two ops, one download.
+  // Adjust, mask and summarise the other rows on the backend: one upload, three ops, one download.
   SummaryLayout lay;
   lay.n = int64_t(summarised.size());
+  lay.W = (V + 31) / 32;
+  std::vector<size_t> masked;  // the summarised jobs a constraint masks
+  for (size_t j : summarised)
+    if (jobs[j].sampler->constrained()) masked.push_back(j);
+  lay.m = int64_t(masked.size());
+  std::vector<uint32_t> up(size_t(lay.rows()));
+  for (int64_t i = 0; i < lay.m; ++i) up[size_t(i)] = uint32_t(jobs[masked[size_t(i)]].row);
+  std::vector<std::span<const int32_t>> kept_bans(masked.size());
+  // Each constraint is its own sequence's (the grammar caches they share lock), so masks fill in parallel.
+#pragma omp parallel for schedule(dynamic, 1) if (masked.size() > 1)
+  for (size_t i = 0; i < masked.size(); ++i) {
+    const SamplingJob& job = jobs[masked[i]];
+    const std::span<uint32_t> allowed(&up[size_t(lay.masks() + int64_t(i) * lay.W)], size_t(lay.W));
+    kept_bans[i] = job.sampler->fill_constraint_mask(allowed, job.banned, V);
+  }
+  for (size_t i = 0; i < masked.size(); ++i)
+    if (kept_bans[i].size() != jobs[masked[i]].banned.size()) {  // the bans would have left no token
+      job_adjustments[masked[i]].clear();
+      jobs[masked[i]].sampler->append_adjustments(kept_bans[i], job_adjustments[masked[i]]);
+    }
+
   std::vector<LogitAdjustment> adjustments;
   std::vector<int32_t> adjusted_row;
   for (size_t j : summarised) {
@@ -75,28 +102,31 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   }
   lay.k = std::min<int64_t>(lay.k, V);
   lay.E = int64_t(adjustments.size());
-  std::vector<uint32_t> up(size_t(lay.up_words()));
+  up.resize(size_t(lay.up_words()));
   for (int64_t i = 0; i < lay.n; ++i) {
     const SamplingJob& job = jobs[summarised[size_t(i)]];
     const float inv_t = job.sampler->inverse_temperature();
-    up[size_t(i)] = uint32_t(job.row);
-    std::memcpy(&up[size_t(lay.n + i)], &inv_t, 4);
+    up[size_t(lay.rows() + i)] = uint32_t(job.row);
+    std::memcpy(&up[size_t(lay.inv_temperatures() + i)], &inv_t, 4);
   }
   for (int64_t e = 0; e < lay.E; ++e) {
     const LogitAdjustment& a = adjustments[size_t(e)];
-    uint32_t* target = &up[size_t(2 * lay.n + 2 * e)];
-    float* factor = reinterpret_cast<float*>(&up[size_t(2 * lay.n + 2 * lay.E + 2 * e)]);
+    uint32_t* target = &up[size_t(lay.targets() + 2 * e)];
+    float* factor = reinterpret_cast<float*>(&up[size_t(lay.factors() + 2 * e)]);
     target[0] = uint32_t(adjusted_row[size_t(e)]), target[1] = uint32_t(a.id);
     factor[0] = a.scale, factor[1] = a.bias;
   }
   void* base = arena(size_t(lay.up_words() + lay.down_words()) * 4);
   backend_.upload(base, up.data(), up.size() * 4);
-  const int64_t n = lay.n, k = lay.k, E = lay.E, down = lay.up_words();
+  const int64_t m = lay.m, n = lay.n, k = lay.k, E = lay.E, down = lay.up_words();
+  if (m > 0)
+    backend_.mask_logits(logits, view(base, 0, DType::I32, {m}), view(base, lay.masks(), DType::I32, {m, lay.W}));
   if (E > 0)
-    backend_.adjust_logits(logits, view(base, 2 * n, DType::I32, {E, 2}), view(base, 2 * n + 2 * E, DType::F32, {E, 2}));
-  backend_.logit_summary(logits, view(base, 0, DType::I32, {n}), view(base, n, DType::F32, {n}),
-                         view(base, down, DType::F32, {n, k}), view(base, down + n * k, DType::I32, {n, k}),
-                         view(base, down + 2 * n * k, DType::F32, {n, 2}));
+    backend_.adjust_logits(logits, view(base, lay.targets(), DType::I32, {E, 2}),
+                           view(base, lay.factors(), DType::F32, {E, 2}));
+  backend_.logit_summary(logits, view(base, lay.rows(), DType::I32, {n}),
+                         view(base, lay.inv_temperatures(), DType::F32, {n}), view(base, down, DType::F32, {n, k}),
+                         view(base, down + n * k, DType::I32, {n, k}), view(base, down + 2 * n * k, DType::F32, {n, 2}));
   std::vector<uint32_t> summary(size_t(lay.down_words()));
   backend_.download(summary.data(), static_cast<char*>(base) + down * 4, summary.size() * 4);
 

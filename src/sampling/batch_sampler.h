@@ -1,8 +1,9 @@
 #pragma once
-// Samples the next token of many sequences from logits in backend memory. Penalties and bans are
-// applied there, each row's top candidates and softmax sums come back (kilobytes instead of a
-// vocabulary-sized row per sequence), and whole rows are downloaded only for the choices that need
-// them (see Sampler). On the CPU backend the same path runs in host memory.
+// Samples the next token of many sequences from logits in backend memory. Penalties, bans and
+// structured-output masks (filled on the host's threads, one bit per token) are applied there, each row's
+// top candidates and softmax sums come back (kilobytes instead of a vocabulary-sized row per sequence),
+// and whole rows are downloaded only for the choices that need them (see Sampler). On the CPU backend
+// the same path runs in host memory.
 
 #include <cstdint>
 #include <span>

@@ -1,6 +1,7 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -85,18 +86,26 @@ void Sampler::accept(int32_t token) {
 
 bool Sampler::constrained() const { return params_.constraint && params_.constraint->active(); }
 
-// Disallowed tokens get -inf. Bans (eos before min_tokens) that would leave no token are dropped:
-// the grammar decides, e.g. an output that is complete must end.
+std::span<const int32_t> Sampler::fill_constraint_mask(std::span<uint32_t> allowed, std::span<const int32_t> banned,
+                                                       int vocab) {
+  params_.constraint->fill_mask(allowed);
+  if (banned.empty()) return banned;
+  for (int word = 0; word * 32 < vocab; ++word)
+    for (uint32_t bits = allowed[size_t(word)]; bits != 0; bits &= bits - 1) {
+      const int32_t id = word * 32 + std::countr_zero(bits);
+      if (id < vocab && std::find(banned.begin(), banned.end(), id) == banned.end()) return banned;
+    }
+  return {};
+}
+
+// Disallowed tokens get -inf.
 std::span<const int32_t> Sampler::apply_constraint(std::span<float> logits, std::span<const int32_t> banned) {
   mask_.resize((logits.size() + 31) / 32);
-  params_.constraint->fill_mask(mask_);
+  banned = fill_constraint_mask(mask_, banned, int(logits.size()));
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  bool allowed_left = false;
-  for (size_t id = 0; id < logits.size(); ++id) {
+  for (size_t id = 0; id < logits.size(); ++id)
     if (!((mask_[id >> 5] >> (id & 31)) & 1u)) logits[id] = minus_inf;
-    else if (!allowed_left && std::find(banned.begin(), banned.end(), int32_t(id)) == banned.end()) allowed_left = true;
-  }
-  return allowed_left ? banned : std::span<const int32_t>{};
+  return banned;
 }
 
 // As vLLM: the repetition penalty over prompt and output tokens (divide positive logits, multiply
@@ -119,7 +128,7 @@ void Sampler::append_adjustments(std::span<const int32_t> banned, std::vector<Lo
 }
 
 bool Sampler::needs_whole_row(bool adjusted) const {
-  return constrained() || candidate_count() > kMaxLogitCandidates || (params_.logprobs >= 0 && adjusted);
+  return candidate_count() > kMaxLogitCandidates || (params_.logprobs >= 0 && adjusted);
 }
 
 SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, int top_k) {

@@ -50,6 +50,8 @@ class Sampler {
   // --- the device way ---
   // True when only sample() can serve this token: logprobs of raw logits that adjustments change
   // (`adjusted`: append_adjustments gave entries), or a top_k beyond what the device summarises.
+  // A constraint's mask is applied on the device (fill_constraint_mask); logprobs are then of the
+  // masked logits, as sample() reports them.
   bool needs_whole_row(bool adjusted) const;
   // How many of the most likely tokens the choice reads first.
   int candidate_count() const;
@@ -64,8 +66,13 @@ class Sampler {
 
   // Records a generated token (penalties count output tokens; a constraint advances).
   void accept(int32_t token);
-  // A structured-output constraint masks this token: only sample() (the whole row on the host) serves it.
+  // A structured-output constraint masks this token.
   bool constrained() const;
+  // When constrained(): sets the bits of the tokens that may come next in allowed [ceil(vocab / 32)]
+  // and returns the bans that stay (none when they would leave no allowed token: the grammar decides,
+  // e.g. an output that is complete must end).
+  std::span<const int32_t> fill_constraint_mask(std::span<uint32_t> allowed, std::span<const int32_t> banned,
+                                                int vocab);
 
   // Logprob of `token` and the top k under one row of raw logits (prompt logprobs).
   static SampledToken logprobs_of(std::span<const float> logits, int32_t token, int top_k);

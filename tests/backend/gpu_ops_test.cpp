@@ -556,7 +556,7 @@ TEST_P(GpuOps, GdnVerifyRowsKeepTheirStates) {
 }
 
 // Sampling's logit ops: the summary must pick the same ids in the same order as the CPU (exact
-// values, ties by lower id), with sums within 1e-5; adjustments and column copies are exact.
+// values, ties by lower id), with sums within 1e-5; adjustments, masks and column copies are exact.
 TEST_P(GpuOps, LogitOps) {
   for (int64_t V : {248320, 50001, 1001, 64}) {  // 248320, 50001: several segments per row
     const int64_t R = 5;
@@ -584,6 +584,19 @@ TEST_P(GpuOps, LogitOps) {
     cpu::adjust_logits(logits.t, targets.t, factors.t);
     gpu->adjust_logits(d_logits.t, d_targets.t, d_factors.t);
     EXPECT_TRUE(d_logits.floats() == logits.floats()) << "adjust_logits V=" << V;  // bit-equal, infinities too
+
+    // Structured-output masks on rows 0 and 3 (random bits; row 0 also keeps only ids below 64).
+    const int64_t words = (V + 31) / 32;
+    HostTensor mask_rows(DType::I32, {2}), allowed(DType::I32, {2, words});
+    mask_rows.t.as<int32_t>()[0] = 3, mask_rows.t.as<int32_t>()[1] = 0;
+    for (int64_t i = 0; i < words; ++i) {
+      allowed.t.as<int32_t>()[i] = int32_t(rng());
+      allowed.t.as<int32_t>()[words + i] = i < 2 ? int32_t(rng()) : 0;
+    }
+    DeviceTensor d_mask_rows(*gpu, mask_rows), d_allowed(*gpu, allowed);
+    cpu::mask_logits(logits.t, mask_rows.t, allowed.t);
+    gpu->mask_logits(d_logits.t, d_mask_rows.t, d_allowed.t);
+    EXPECT_TRUE(d_logits.floats() == logits.floats()) << "mask_logits V=" << V;
 
     for (int64_t k : {1, 2, 20, 256, 1000, 1024}) {
       if (k > V) continue;

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "sampling/batch_sampler.h"
+#include "support/fixed_constraint.h"
 
 namespace dcu {
 namespace {
@@ -43,6 +44,21 @@ TEST(BatchSampler, ChoosesWhatTheWholeRowChooses) {
   SamplingParams late_eos = params(1.0f, -1, 0.9f);
   late_eos.min_tokens = 1000;
   cases.push_back(late_eos);
+  // Structured output: the mask is applied on the backend before the summary.
+  std::vector<int32_t> allowed;
+  for (int32_t id = 0; id < 3000; id += 7) allowed.push_back(id);
+  auto sparse = std::make_shared<test::FixedConstraint>(allowed);
+  for (SamplingParams p : {params(0.0f), params(0.8f), params(0.7f, 20, 0.8f), params(1.0f, -1, 1.0f, 0.0f, 4)}) {
+    p.constraint = sparse;
+    cases.push_back(p);
+  }
+  SamplingParams penalised_constrained = penalised;  // with raw logprobs: a whole row, masked on the host
+  penalised_constrained.constraint = sparse;
+  cases.push_back(penalised_constrained);
+  // Only banned tokens allowed: the bans give way, the grammar decides.
+  SamplingParams only_banned = late_eos;
+  only_banned.constraint = std::make_shared<test::FixedConstraint>(std::vector<int32_t>{1, 2});
+  cases.push_back(only_banned);
 
   const int V = 3000, R = int(cases.size());
   const std::vector<int32_t> prompt = {5, 17, 17, 2999, 40};
@@ -74,7 +90,10 @@ TEST(BatchSampler, ChoosesWhatTheWholeRowChooses) {
         EXPECT_EQ(got[size_t(r)].top[i].id, want[size_t(r)].top[i].id) << "case " << r;
         EXPECT_NEAR(got[size_t(r)].top[i].logprob, want[size_t(r)].top[i].logprob, 1e-4) << "case " << r;
       }
-      if (cases[size_t(r)].min_tokens > 0) {
+      if (cases[size_t(r)].constraint) {
+        const int32_t id = got[size_t(r)].id;
+        EXPECT_TRUE(cases[size_t(r)].constraint == sparse ? id % 7 == 0 : id == 1 || id == 2) << "case " << r;
+      } else if (cases[size_t(r)].min_tokens > 0) {
         EXPECT_GT(got[size_t(r)].id, 2);
       }
       host[size_t(r)].accept(want[size_t(r)].id);
@@ -132,6 +151,25 @@ TEST(CpuLogitOps, SummaryIsTheSortedTopAndTheSoftmaxSums) {
       EXPECT_NEAR(stats[size_t(2 * i)], max + std::log(sum), 1e-5);
       EXPECT_NEAR(stats[size_t(2 * i + 1)], mass, 1e-5 * mass);
     }
+  }
+}
+
+TEST(CpuLogitOps, MaskSetsTheDisallowedToMinusInfinity) {
+  const int V = 70;  // three mask words, the last one partly used
+  Rows logits(3, V);
+  for (int r = 0; r < 3; ++r)
+    for (int i = 0; i < V; ++i) logits.row(r)[size_t(i)] = float(r * 100 + i);
+  std::vector<int32_t> rows = {2, 0};
+  std::vector<uint32_t> allowed = {0x1u, 0x80000000u, 0x20u,  // row 2: ids 0, 63, 69
+                                   0x0u, 0x0u, 0x3u};         // row 0: ids 64, 65
+  auto backend = make_cpu_backend();
+  backend->mask_logits(logits.t, Tensor(rows.data(), DType::I32, {2}),
+                       Tensor(reinterpret_cast<int32_t*>(allowed.data()), DType::I32, {2, 3}));
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < V; ++i) {
+    EXPECT_EQ(logits.row(2)[size_t(i)], i == 0 || i == 63 || i == 69 ? float(200 + i) : minus_inf) << i;
+    EXPECT_EQ(logits.row(0)[size_t(i)], i == 64 || i == 65 ? float(i) : minus_inf) << i;
+    EXPECT_EQ(logits.row(1)[size_t(i)], float(100 + i)) << i;  // not listed: untouched
   }
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "sampling/sampler.h"
+#include "support/fixed_constraint.h"
 
 namespace dcu {
 namespace {
@@ -157,22 +158,7 @@ TEST(Sampler, BannedTokensAreNeverSampled) {
 namespace dcu {
 namespace {
 
-// Allows the tokens in `allowed`; records what it is told.
-class FixedConstraint : public TokenConstraint {
- public:
-  explicit FixedConstraint(std::vector<int32_t> allowed) : allowed_(std::move(allowed)) {}
-  bool active() const override { return true; }
-  void fill_mask(std::span<uint32_t> mask) override {
-    std::fill(mask.begin(), mask.end(), 0u);
-    for (int32_t id : allowed_) mask[size_t(id >> 5)] |= 1u << (id & 31);
-  }
-  void accept(int32_t token) override { accepted.push_back(token); }
-  void rollback(int) override {}
-  std::vector<int32_t> accepted;
-
- private:
-  std::vector<int32_t> allowed_;
-};
+using test::FixedConstraint;
 
 TEST(SamplerConstraint, MasksTheRowAndAdvancesWithEachToken) {
   auto constraint = std::make_shared<FixedConstraint>(std::vector<int32_t>{3, 40});
@@ -181,7 +167,7 @@ TEST(SamplerConstraint, MasksTheRowAndAdvancesWithEachToken) {
   p.constraint = constraint;
   Sampler sampler(p, {}, 0);
   EXPECT_TRUE(sampler.constrained());
-  EXPECT_TRUE(sampler.needs_whole_row(false));
+  EXPECT_FALSE(sampler.needs_whole_row(false));  // the mask is applied where the row is (BatchSampler)
   std::vector<float> logits(50, 0.0f);
   logits[7] = 9.0f;  // the likeliest token is not allowed
   logits[40] = 1.0f;

@@ -82,11 +82,17 @@ class CpuBackend : public Backend {
   void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) override {
     cpu::adjust_logits(logits, targets, factors);
   }
+  void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed) override {
+    cpu::mask_logits(logits, rows, allowed);
+  }
   void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
                      Tensor top_ids, Tensor stats) override {
     cpu::logit_summary(logits, rows, inv_temperature, top_values, top_ids, stats);
   }
   void copy_columns(const Tensor& x, Tensor out, int64_t column) override { cpu::copy_columns(x, out, column); }
+
+ private:
+  CpuBackendOptions options_;
 };
 
 }  // namespace dcu

@@ -27,6 +27,21 @@ void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) 
   }
 }
 
+void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed) {
+  const int64_t m = rows.numel(), R = logits.rows(), V = logits.cols();
+  DCU_CHECK(logits.dtype == DType::F32 && rows.dtype == DType::I32 && allowed.dtype == DType::I32);
+  DCU_CHECK(allowed.rows() == m && allowed.cols() == (V + 31) / 32);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t r = rows.as<int32_t>()[i];
+    DCU_CHECK(r >= 0 && r < R);
+    const uint32_t* bits = reinterpret_cast<const uint32_t*>(allowed.as<int32_t>()) + i * allowed.cols();
+    float* x = logits.as<float>() + r * V;
+    for (int64_t id = 0; id < V; ++id)
+      if (!((bits[id >> 5] >> (id & 31)) & 1u)) x[id] = minus_inf;
+  }
+}
+
 void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
                    Tensor top_ids, Tensor stats) {
   const int64_t n = rows.numel(), V = logits.cols(), k = top_values.cols();

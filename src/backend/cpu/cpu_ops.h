@@ -26,6 +26,7 @@ void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, cons
                     const BatchLayout& batch, Tensor out);
 void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out);
 void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors);
+void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed);
 void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
                    Tensor top_ids, Tensor stats);
 void copy_columns(const Tensor& x, Tensor out, int64_t column);

@@ -336,6 +336,12 @@ class GpuBackend final : public Backend {
     gpu::launch_adjust_logits(launch(), logits.as<float>(), logits.cols(), targets.as<int32_t>(), factors.as<float>(),
                               targets.rows());
   }
+  void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed) override {
+    DCU_CHECK(f32(logits) && rows.dtype == DType::I32 && allowed.dtype == DType::I32 &&
+              allowed.rows() == rows.numel() && allowed.cols() == (logits.cols() + 31) / 32);
+    gpu::launch_mask_logits(launch(), logits.as<float>(), logits.cols(), rows.as<int32_t>(),
+                            reinterpret_cast<const uint32_t*>(allowed.as<int32_t>()), rows.numel());
+  }
   void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
                      Tensor top_ids, Tensor stats) override {
     static_assert(kMaxLogitCandidates == gpu::kMaxSummaryCandidates);

@@ -186,6 +186,9 @@ void launch_gdn_delta_rule(const Launch& l, const DeltaRuleArgs& a, const GdnBat
 // logits [R, V]; targets, factors [E, 2]
 void launch_adjust_logits(const Launch& l, float* logits, int64_t V, const int32_t* targets, const float* factors,
                           int64_t E);
+// logits [R, V]; rows [m]; allowed [m, ceil(V / 32)] bit masks
+void launch_mask_logits(const Launch& l, float* logits, int64_t V, const int32_t* rows, const uint32_t* allowed,
+                        int64_t m);
 // The summary kernel sorts its candidates on chip: k <= this (Backend's kMaxLogitCandidates).
 constexpr int kMaxSummaryCandidates = 1024;
 // logits [R, V]; rows, inv_temperature [n]; top_values, top_ids [n, k]; stats [n, 2]

@@ -29,6 +29,15 @@ __global__ void adjust_logits_kernel(float* logits, int64_t V, const int32_t* ta
   *x = (v > 0.0f ? v / factors[2 * e] : v * factors[2 * e]) - factors[2 * e + 1];
 }
 
+// grid (m, ceil(V / kThreads)): one thread per logit, so that a warp writes consecutive floats.
+// logits [R, V]; rows [m]; allowed [m, words]
+__global__ void mask_logits_kernel(float* logits, int64_t V, const int32_t* rows, const uint32_t* allowed,
+                                   int64_t words) {
+  const int64_t id = blockIdx.y * int64_t(blockDim.x) + threadIdx.x;
+  if (id >= V) return;
+  if (!((allowed[blockIdx.x * words + (id >> 5)] >> (id & 31)) & 1u)) logits[int64_t(rows[blockIdx.x]) * V + id] = -INFINITY;
+}
+
 // Unsigned key with the order of the floats: a larger float has a larger key; -0 and +0 are equal.
 __device__ __forceinline__ uint32_t order_key(float x) {
   const uint32_t u = x == 0.0f ? 0u : __float_as_uint(x);
@@ -324,6 +333,14 @@ void launch_adjust_logits(const Launch& l, float* logits, int64_t V, const int32
   if (E == 0) return;
   adjust_logits_kernel<<<unsigned((E + kThreads - 1) / kThreads), kThreads, 0, l.stream>>>(logits, V, targets,
                                                                                            factors, E);
+  GPU_CHECK_LAUNCH();
+}
+
+void launch_mask_logits(const Launch& l, float* logits, int64_t V, const int32_t* rows, const uint32_t* allowed,
+                        int64_t m) {
+  if (m == 0) return;
+  const dim3 grid(unsigned(m), unsigned((V + kThreads - 1) / kThreads));
+  mask_logits_kernel<<<grid, kThreads, 0, l.stream>>>(logits, V, rows, allowed, (V + 31) / 32);
   GPU_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,27 @@
+#pragma once
+// A structured-output constraint for sampling tests: allows a fixed set of tokens at every step and
+// records the tokens it is told were chosen.
+#include <algorithm>
+#include <vector>
+
+#include "sampling/token_constraint.h"
+
+namespace dcu::test {
+
+class FixedConstraint : public TokenConstraint {
+ public:
+  explicit FixedConstraint(std::vector<int32_t> allowed) : allowed_(std::move(allowed)) {}
+  bool active() const override { return true; }
+  void fill_mask(std::span<uint32_t> mask) override {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (int32_t id : allowed_) mask[size_t(id >> 5)] |= 1u << (id & 31);
+  }
+  void accept(int32_t token) override { accepted.push_back(token); }
+  void rollback(int) override {}
+  std::vector<int32_t> accepted;
+
+ private:
+  std::vector<int32_t> allowed_;
+};
+
+}  // namespace dcu::test
