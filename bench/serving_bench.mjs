@@ -4,7 +4,10 @@
 // latency percentiles. No dependencies (Node 18+ fetch).
 //
 //   node bench/serving_bench.mjs --url http://127.0.0.1:8000 --concurrency 1,4,16,64 \
-//        --requests 64 --prompt-tokens 128 --max-tokens 64
+//        --requests 64 --prompt-tokens 128 --max-tokens 64 \
+//        [--structured-outputs '{"json": {"type": "array", "items": {"type": "string"}}}']
+// --structured-outputs sends that vLLM `structured_outputs` object with every request (constrained
+// decoding; docs/STRUCTURED_OUTPUT.md).
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith('--') ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []));
@@ -13,6 +16,7 @@ const concurrencies = (args.concurrency ?? '1,4,16').split(',').map(Number);
 const requestsPerLevel = Number(args.requests ?? 32);
 const promptTokens = Number(args['prompt-tokens'] ?? 128);
 const maxTokens = Number(args['max-tokens'] ?? 64);
+const structuredOutputs = args['structured-outputs'] ? JSON.parse(args['structured-outputs']) : undefined;
 
 const model = (await (await fetch(`${url}/v1/models`)).json()).data[0].id;
 // A prompt of promptTokens token ids (below 900: inside every vocabulary, the tiny fixture's too).
@@ -25,7 +29,8 @@ async function oneRequest(seed) {
     headers: { 'content-type': 'application/json' },
     // logprobs: 0 makes the server send a chunk for every token, even one whose text is empty.
     body: JSON.stringify({ model, prompt, max_tokens: maxTokens, ignore_eos: true, temperature: 1.0, seed, logprobs: 0,
-                           stream: true, stream_options: { include_usage: true } }),
+                           stream: true, stream_options: { include_usage: true },
+                           ...(structuredOutputs && { structured_outputs: structuredOutputs }) }),
   });
   if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
   const arrivals = [];
@@ -54,7 +59,8 @@ const percentile = (values, p) => {
 const fmt = (x) => x.toFixed(1).padStart(8);
 
 console.log(`server ${url}, model ${model}, prompt ${promptTokens} tokens, ${maxTokens} output tokens, ` +
-            `${requestsPerLevel} requests per level`);
+            `${requestsPerLevel} requests per level` +
+            (structuredOutputs ? `, structured_outputs ${JSON.stringify(structuredOutputs)}` : ''));
 console.log('concurrency   req/s   out tok/s   TTFT p50   p90    p99 (ms)   ITL p50    p90    p99 (ms)');
 for (const concurrency of concurrencies) {
   let next = 0;
