@@ -242,16 +242,33 @@ TEST(Engine, TensorParallelWithoutEnoughGpusIsAClearError) {
   }
 }
 
+// Out of memory at start-up: a cache budget that cannot hold one sequence of --max-model-len tokens is
+// refused with the sizes (so that every request within the context length fits the cache on its own).
+TEST(Engine, CacheBudgetBelowOneWholeSequenceIsAClearError) {
+  try {
+    make_engine(20000);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the cache budget of 20 KiB cannot hold one sequence of 256 tokens (it needs "), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--kv-cache-memory-bytes"), std::string::npos) << what;
+  }
+}
+
 TEST(Engine, PrecisionOptionErrorsAreClear) {
-  for (const auto& [dtype, precision, message] :
-       {std::tuple<std::string, std::string, std::string>{"float32", "medium", "needs a 16-bit --dtype"},
-        {"auto", "low", "choose high or medium"},
-        {"float64", "high", "choose auto, bfloat16, float16 or float32"}}) {
+  for (const auto& [dtype, precision, activations, message] :
+       {std::tuple<std::string, std::string, std::string, std::string>{"float32", "medium", "auto",
+                                                                       "needs a 16-bit --dtype"},
+        {"auto", "low", "auto", "choose high or medium"},
+        {"float64", "high", "auto", "choose auto, bfloat16, float16 or float32"},
+        {"auto", "high", "fp8", "--activation-quantization \"fp8\": choose auto, int8 or none"}}) {
     EngineOptions o;
     o.model_dir = kModel;
     o.device = "cpu";
     o.dtype = dtype;
     o.matmul_precision = precision;
+    o.activation_quantization = activations;
     try {
       create_engine(o);
       ADD_FAILURE() << dtype << " " << precision << ": expected an error";
