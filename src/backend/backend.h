@@ -183,7 +183,13 @@ constexpr size_t kMaxMatmulGroup = 4;
 // The most candidates logit_summary returns per row (bounded by the GPU kernel's on-chip sort).
 constexpr int kMaxLogitCandidates = 1024;
 
+struct CpuBackendOptions {
+  // Matmuls with quantized weights round their activations to int8 blocks first, as the GPU backends'
+  // int8-activation GEMVs do (backend/activation_quantization.h).
+  bool int8_activations = false;
+};
+
 // The CPU backend (always available; the reference for every other backend).
-std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options = {});
 
 }  // namespace dcu

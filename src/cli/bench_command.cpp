@@ -22,7 +22,7 @@ namespace {
 
 struct BenchArgs {
   std::string model, random_weights, device = "auto", dtype = "auto", matmul_precision = "high";
-  std::string quantization = "none", kv_cache_dtype = "auto";
+  std::string quantization = "none", kv_cache_dtype = "auto", activation_quantization = "auto";
   std::string prompt_lens = "512", batches = "1,8,32,64", contexts = "128";
   int decode_steps = 8, repeats = 3, tensor_parallel_size = 1, num_speculative_tokens = 0;
   uint64_t seed = 0;
@@ -49,11 +49,12 @@ std::vector<int> parse_list(const std::string& text, const char* flag) {
 void run_bench(const BenchArgs& a) {
   const int tp = a.tensor_parallel_size;
   std::vector<std::unique_ptr<Backend>> backends;
-  backends.push_back(make_backend(a.device, 0, a.dtype, a.matmul_precision));
+  const BackendFlags flags{a.dtype, a.matmul_precision, a.activation_quantization};
+  backends.push_back(make_backend(a.device, 0, flags));
   const bool cpu = backends[0]->kind() == DeviceKind::Cpu;
   if (!cpu && tp > int(list_gpu_devices().size()))
     fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}", tp, tp, list_gpu_devices().size());
-  for (int r = 1; r < tp; ++r) backends.push_back(cpu ? make_cpu_backend() : make_backend(a.device, r, a.dtype, a.matmul_precision));
+  for (int r = 1; r < tp; ++r) backends.push_back(make_backend(cpu ? "cpu" : a.device, r, flags));
   auto& backend = backends[0];
   ModelConfig config;
   std::string what, dir;
@@ -157,6 +158,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--quantization,-q", args->quantization, kQuantizationHelp)->check(CLI::IsMember(kQuantizationChoices));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
+  cmd->add_option("--activation-quantization", args->activation_quantization, kActivationQuantizationHelp)
+      ->check(CLI::IsMember({"auto", "int8", "none"}));
   cmd->add_option("--kv-cache-dtype", args->kv_cache_dtype, kKvCacheDtypeHelp)
       ->check(CLI::IsMember(kKvCacheDtypeChoices));
   cmd->add_option("--prompt-len", args->prompt_lens, "Prefill lengths, comma separated");

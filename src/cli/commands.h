@@ -22,6 +22,12 @@ inline constexpr const char* kMatmulPrecisionHelp =
     "high | medium (GPU, 16-bit --dtype: tensor-core matmuls take the activations as hi + lo 16-bit parts, "
     "or rounded to one: faster prefill, the precision of vLLM and llama.cpp)";
 
+// --activation-quantization, shared by serve, generate and bench (engine/device.h BackendFlags).
+inline constexpr const char* kActivationQuantizationHelp =
+    "auto | int8 | none: matmuls with quantized weights (--quantization, quantized checkpoints) round their "
+    "activations to int8, one scale per 32 values, and the decode GEMVs multiply int8 by int8 (dp4a, "
+    "v_dot4_i32_i8); none keeps them f32. auto: int8 on GPUs, none on the CPU";
+
 // --kv-cache-dtype, shared by serve, generate and bench (engine/device.h kv_cache_dtype).
 inline const std::vector<std::string> kKvCacheDtypeChoices = {"auto", "int8", "fp8", "fp8_e4m3"};
 inline constexpr const char* kKvCacheDtypeHelp =

@@ -25,7 +25,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, device = "auto", dtype = "auto", matmul_precision = "high";
-  std::string kv_cache_dtype = "auto";
+  std::string kv_cache_dtype = "auto", activation_quantization = "auto";
   std::string quantization = "none";
   int num_speculative_tokens = 0;
   int max_tokens = 64;
@@ -74,6 +74,7 @@ void run_generate(const GenerateArgs& a) {
   opts.device = a.device;
   opts.dtype = a.dtype;
   opts.matmul_precision = a.matmul_precision;
+  opts.activation_quantization = a.activation_quantization;
   opts.kv_cache_dtype = a.kv_cache_dtype;
   opts.quantization = a.quantization;
   opts.num_speculative_tokens = a.num_speculative_tokens;
@@ -174,6 +175,8 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::IsMember(kKvCacheDtypeChoices));
   cmd->add_option("--matmul-precision", args->matmul_precision, kMatmulPrecisionHelp)
       ->check(CLI::IsMember({"high", "medium"}));
+  cmd->add_option("--activation-quantization", args->activation_quantization, kActivationQuantizationHelp)
+      ->check(CLI::IsMember({"auto", "int8", "none"}));
   cmd->add_option("--tensor-parallel-size", args->tensor_parallel_size,
                   "Ranks to split the model over (GPUs, or simulated ranks with --device cpu)")
       ->check(CLI::Range(1, 64));

@@ -123,6 +123,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::IsMember(kKvCacheDtypeChoices));
   cmd->add_option("--matmul-precision", a->engine.matmul_precision, kMatmulPrecisionHelp)
       ->capture_default_str()->check(CLI::IsMember({"high", "medium"}));
+  cmd->add_option("--activation-quantization", a->engine.activation_quantization, kActivationQuantizationHelp)
+      ->capture_default_str()->check(CLI::IsMember({"auto", "int8", "none"}));
   cmd->add_option("--max-model-len", a->engine.max_model_len, "Context length (default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-num-seqs", a->engine.max_num_seqs, "Sequences running at once")->capture_default_str()

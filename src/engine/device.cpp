@@ -7,13 +7,20 @@
 
 namespace dcu {
 
-void check_backend_flags(const std::string& dtype, const std::string& matmul_precision) {
-  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16" && dtype != "float32")
-    fail("--dtype \"{}\": choose auto, bfloat16, float16 or float32", dtype);
-  if (matmul_precision != "high" && matmul_precision != "medium")
-    fail("--matmul-precision \"{}\": choose high or medium", matmul_precision);
-  if (matmul_precision == "medium" && dtype == "float32")
-    fail("--matmul-precision medium rounds activations to 16 bits; it needs a 16-bit --dtype, not {}", dtype);
+void check_backend_flags(const BackendFlags& f) {
+  if (f.dtype != "auto" && f.dtype != "bfloat16" && f.dtype != "float16" && f.dtype != "float32")
+    fail("--dtype \"{}\": choose auto, bfloat16, float16 or float32", f.dtype);
+  if (f.matmul_precision != "high" && f.matmul_precision != "medium")
+    fail("--matmul-precision \"{}\": choose high or medium", f.matmul_precision);
+  if (f.matmul_precision == "medium" && f.dtype == "float32")
+    fail("--matmul-precision medium rounds activations to 16 bits; it needs a 16-bit --dtype, not {}", f.dtype);
+  if (f.activation_quantization != "auto" && f.activation_quantization != "int8" && f.activation_quantization != "none")
+    fail("--activation-quantization \"{}\": choose auto, int8 or none", f.activation_quantization);
+}
+
+bool int8_activations(DeviceKind device, const std::string& activation_quantization) {
+  if (activation_quantization == "auto") return device != DeviceKind::Cpu;
+  return activation_quantization == "int8";
 }
 
 DType kv_cache_dtype(DeviceKind device, const std::string& dtype, const std::string& kv_cache_dtype) {
@@ -23,20 +30,26 @@ DType kv_cache_dtype(DeviceKind device, const std::string& dtype, const std::str
   return dtype == "float16" ? DType::F16 : DType::BF16;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const std::string& dtype,
-                                      const std::string& matmul_precision) {
-  check_backend_flags(dtype, matmul_precision);
-  if (device == "cpu") return make_cpu_backend();
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, const BackendFlags& flags) {
+  check_backend_flags(flags);
+  auto gpu = [&] {
+    GpuBackendOptions o = gpu_options_for_dtype(flags.dtype, 0, flags.matmul_precision);
+    o.int8_activations = int8_activations(DeviceKind::Cuda, flags.activation_quantization);
+    return make_gpu_backend(device_index, o);
+  };
+  auto cpu = [&] {
+    return make_cpu_backend({.int8_activations = int8_activations(DeviceKind::Cpu, flags.activation_quantization)});
+  };
+  if (device == "cpu") return cpu();
   if (device == "auto") {
-    if (gpu_backend_compiled() && int(list_gpu_devices().size()) > device_index)
-      return make_gpu_backend(device_index, gpu_options_for_dtype(dtype, 0, matmul_precision));
-    return make_cpu_backend();
+    if (gpu_backend_compiled() && int(list_gpu_devices().size()) > device_index) return gpu();
+    return cpu();
   }
   if (device == "cuda" || device == "hip") {
     if (!gpu_backend_compiled()) fail("--device {}: this build has no GPU backend (build the cuda or hip-gfx906 preset)", device);
     const int count = int(list_gpu_devices().size());
     if (device_index >= count) fail("--device {}: GPU {} requested but {} found", device, device_index, count);
-    return make_gpu_backend(device_index, gpu_options_for_dtype(dtype, 0, matmul_precision));
+    return gpu();
   }
   fail("unknown device \"{}\" (choose auto, cpu, cuda or hip)", device);
 }

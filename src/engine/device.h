@@ -11,16 +11,29 @@
 
 namespace dcu {
 
-// `auto` picks a GPU when this build has GPU support and a device is present, else the CPU.
-// `dtype` (--dtype) picks the GPU precision mode: float32 keeps every matmul on exact f32 kernels,
-// the others let large matmuls use tensor cores, their activations as hi + lo 16-bit parts
-// (`matmul_precision` high) or rounded to one (medium: faster prefill, vLLM's precision). Throws
-// dcu::Error for a device this build or machine cannot provide, or medium with float32.
-std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0,
-                                      const std::string& dtype = "auto", const std::string& matmul_precision = "high");
+// The flags that shape a backend's arithmetic.
+struct BackendFlags {
+  // --dtype picks the GPU precision mode: float32 keeps every matmul on exact f32 kernels, the others let
+  // large matmuls use tensor cores, their activations as hi + lo 16-bit parts (--matmul-precision high)
+  // or rounded to one (medium: faster prefill, vLLM's precision).
+  std::string dtype = "auto";
+  std::string matmul_precision = "high";
+  // --activation-quantization: int8 rounds the activations of matmuls with quantized weights to int8
+  // blocks (backend/activation_quantization.h), so that the decode GEMVs multiply codes; none keeps them
+  // f32; auto is int8 on GPUs and none on the CPU (whose matmuls gain nothing from it).
+  std::string activation_quantization = "auto";
+};
 
-// Throws dcu::Error for a --dtype or --matmul-precision make_backend would refuse (before any device).
-void check_backend_flags(const std::string& dtype, const std::string& matmul_precision);
+// `auto` picks a GPU when this build has GPU support and a device is present, else the CPU. Throws
+// dcu::Error for a device this build or machine cannot provide, or flags check_backend_flags refuses.
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0, const BackendFlags& flags = {});
+
+// Throws dcu::Error for flags make_backend would refuse (before any device): unknown names, or medium
+// with float32.
+void check_backend_flags(const BackendFlags& flags);
+
+// Whether a backend of this kind rounds quantized matmuls' activations to int8 (BackendFlags).
+bool int8_activations(DeviceKind device, const std::string& activation_quantization);
 
 // The KV cache's element type. --kv-cache-dtype int8 (also vLLM's fp8 and fp8_e4m3: the same 8-bit cache,
 // stored as int8 codes with one scale per token and KV head) gives I8 on every backend; auto gives what

@@ -31,6 +31,7 @@ struct EngineOptions {
   std::optional<int64_t> kv_cache_memory_bytes;  // exact KV + state budget; overrides the fraction
   std::string dtype = "auto";             // auto | bfloat16 | float16 | float32
   std::string matmul_precision = "high";  // high | medium: GPU tensor-core activations hi + lo, or rounded
+  std::string activation_quantization = "auto";  // auto | int8 | none: quantized matmuls' activations (engine/device.h)
   std::string kv_cache_dtype = "auto";    // auto | int8 (fp8, fp8_e4m3: the same int8 cache), engine/device.h
   std::string quantization = "none";      // none | int8 | int4 | a checkpoint method (model/quantize.h)
   uint64_t seed = 0;                      // default seed for requests that give none

@@ -53,7 +53,8 @@ template <typename F> decltype(auto) on_devices(const EngineOptions& o, F&& step
 // One backend per local rank, all CPUs or all GPUs (GPU i for local rank i).
 std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o, int local_ranks) {
   std::vector<std::unique_ptr<Backend>> out;
-  out.push_back(make_backend(o.device, 0, o.dtype, o.matmul_precision));
+  const BackendFlags flags{o.dtype, o.matmul_precision, o.activation_quantization};
+  out.push_back(make_backend(o.device, 0, flags));
   // Simulated CPU ranks only on request: `auto` on a machine without enough GPUs is an error, as in vLLM.
   if (local_ranks > 1 && o.device == "auto" && out[0]->kind() == DeviceKind::Cpu)
     fail("--tensor-parallel-size {} needs {} GPUs; this machine has {}{} (add --device cpu to simulate the ranks on "
@@ -68,7 +69,7 @@ std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o,
            o.tensor_parallel_size, local_ranks, gpus);
   }
   for (int r = 1; r < local_ranks; ++r)
-    out.push_back(out[0]->kind() == DeviceKind::Cpu ? make_cpu_backend() : make_backend(o.device, r, o.dtype, o.matmul_precision));
+    out.push_back(make_backend(out[0]->kind() == DeviceKind::Cpu ? "cpu" : o.device, r, flags));
   return out;
 }
 
@@ -161,7 +162,7 @@ LocalRanks::LocalRanks(const EngineOptions& o, ModelConfig config, CommunicatorF
   const QuantMethod shipped = o.random_weights ? QuantMethod::None : load_quantization_config(o.model_dir).method;
   quantize_ = load_time_quantization(o.quantization, shipped);
   const int local_ranks = o.tensor_parallel_size / o.nnodes;
-  check_backend_flags(o.dtype, o.matmul_precision);
+  check_backend_flags({o.dtype, o.matmul_precision, o.activation_quantization});
   (void)kv_cache_dtype(DeviceKind::Cpu, o.dtype, o.kv_cache_dtype);  // a bad name fails before any loading
   backends_ = on_devices(o, [&] { return make_rank_backends(o, local_ranks); });
   const bool gpu = backends_[0]->kind() != DeviceKind::Cpu;

@@ -118,8 +118,9 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuGolden,
 // CPU, whose own accuracy against transformers tests/model/quantized_model_test.cpp measures: prefill
 // logits of the demo chats within the mode's tolerance, identical greedy continuations, and decode
 // graphs equal to eager steps. Every kernel a quantized step takes runs: the GEMV with its folded
-// norms, the tensor-core kernel (bf16 mode, 3-32 rows) and the expanded weights (prompts).
-using QuantizedParam = std::tuple<WeightFormat, int, std::string>;  // format, logical warp, mode
+// norms, the tensor-core kernel (bf16 mode, 3-32 rows) and the expanded weights (prompts); with int8
+// activations (both backends round them the same way) the quantize kernel and the integer GEMV.
+using QuantizedParam = std::tuple<WeightFormat, int, std::string, bool>;  // format, logical warp, mode, int8 activations
 
 class GpuQuantizedModel : public ::testing::TestWithParam<QuantizedParam> {
  protected:
@@ -131,13 +132,15 @@ class GpuQuantizedModel : public ::testing::TestWithParam<QuantizedParam> {
                                          WeightOptions{std::nullopt, std::get<0>(GetParam())});
   }
   std::unique_ptr<Backend> gpu() {
-    return make_gpu_backend(0, gpu_options_for_dtype(std::get<2>(GetParam()), std::get<1>(GetParam())));
+    GpuBackendOptions o = gpu_options_for_dtype(std::get<2>(GetParam()), std::get<1>(GetParam()));
+    o.int8_activations = std::get<3>(GetParam());
+    return make_gpu_backend(0, o);
   }
   static constexpr const char* kDemo = "models/dcuserve-demo";
 };
 
 TEST_P(GpuQuantizedModel, MatchesTheCpu) {
-  auto cpu = load(make_cpu_backend()), gpu_model = load(gpu());
+  auto cpu = load(make_cpu_backend({.int8_activations = std::get<3>(GetParam())})), gpu_model = load(gpu());
   const float tolerance = logit_tolerance(std::get<2>(GetParam()), kDemo);
   for (const ReferenceCase& c : reference_cases(kDemo)) {
     auto a = cpu->start_sequence(c.ids), b = gpu_model->start_sequence(c.ids);
@@ -168,10 +171,12 @@ TEST_P(GpuQuantizedModel, DecodeGraphsMatchEagerSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, GpuQuantizedModel,
                          ::testing::Combine(::testing::Values(WeightFormat::Int8, WeightFormat::Int4),
-                                            ::testing::Values(0, 64), ::testing::Values("float32", "bfloat16")),
+                                            ::testing::Values(0, 64), ::testing::Values("float32", "bfloat16"),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            return std::string(weight_format_name(std::get<0>(info.param))) +
-                                  (std::get<1>(info.param) == 0 ? "_native_" : "_wave64_") + std::get<2>(info.param);
+                                  (std::get<1>(info.param) == 0 ? "_native_" : "_wave64_") + std::get<2>(info.param) +
+                                  (std::get<3>(info.param) ? "_int8_activations" : "");
                          });
 
 }  // namespace

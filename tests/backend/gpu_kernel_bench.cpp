@@ -102,15 +102,16 @@ struct QuantizedWeights {
 
 // The quantized decode matmuls on the 27B shapes: bytes read (codes, scales, activations), time,
 // bandwidth and what gfx906's 1,024 GB/s would take for the same bytes. `path` names the kernel the
-// backend's mode picks (the GEMV in the f32 mode, which gfx906 runs too; tensor cores in CUDA's bf16 mode).
+// backend's mode picks (the GEMV in the f32 mode, which gfx906 runs too; tensor cores in CUDA's bf16 mode;
+// with int8 activations the quantize kernel and the integer GEMV, timed together).
 void quantized_matmul_table(Backend& be, double copy_bw, const char* path) {
-  std::printf("\n## Decode matmul, quantized weights, f32 activations: %s\n\n", path);
+  std::printf("\n## Decode matmul, quantized weights: %s\n\n", path);
   std::printf("| shape [N, K] | what | format | T | weight MB | time us | GB/s | of copy bw | Z100 us at 1024 GB/s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : kShapes27B)
     for (auto [f, group] : {std::pair{WeightFormat::Int8, s.K}, std::pair{WeightFormat::Int4, int64_t(128)}}) {
       const QuantizedWeights w(be, s.N, s.K, f, group);
-      for (int64_t T : {1, 4, 8, 16}) {
+      for (int64_t T : {1, 2, 3, 4, 8, 16}) {
         Buffer x(be, DType::F32, {T, s.K}), y(be, DType::F32, {T, s.N});
         const double us = time_us(be, [&](int i) { be.matmul(x.t, w.copies[size_t(i) % w.copies.size()], y.t); },
                                   s.N > 100000 ? 20 : 100);
@@ -363,6 +364,9 @@ int main(int argc, char** argv) {
   }
   auto exact = make_gpu_backend(device, gpu_options_for_dtype("float32"));
   auto fast = make_gpu_backend(device, gpu_options_for_dtype("bfloat16"));
+  GpuBackendOptions int8_options = gpu_options_for_dtype("bfloat16");
+  int8_options.int8_activations = true;
+  auto int8 = make_gpu_backend(device, int8_options);
   std::printf("# gpu_kernel_bench on %s\n", exact->name().c_str());
   if (only == "sampling") {
     sampling_table(*exact);
@@ -379,8 +383,9 @@ int main(int argc, char** argv) {
   }
   if (only == "quantized") {
     const double bw = copy_bandwidth(*exact);
-    quantized_matmul_table(*exact, bw, "GEMV (f32 mode)");
-    quantized_matmul_table(*fast, bw, "tensor cores (bf16 mode)");
+    quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)");
+    quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)");
+    quantized_matmul_table(*int8, bw, "int8 activations, quantize + integer GEMV");
     return 0;
   }
   if (only == "decode") {
@@ -390,8 +395,9 @@ int main(int argc, char** argv) {
   const double bw = copy_bandwidth(*exact);
   std::printf("\ncopy bandwidth (read + write, 1 GiB cudaMemcpy D2D): %.0f GB/s\n", bw / 1e9);
   matmul_tables(*exact, *fast, bw);
-  quantized_matmul_table(*exact, bw, "GEMV (f32 mode)");
-  quantized_matmul_table(*fast, bw, "tensor cores (bf16 mode)");
+  quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)");
+  quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)");
+  quantized_matmul_table(*int8, bw, "int8 activations, quantize + integer GEMV");
   attention_tables(*exact, bw);
   prefill_attention_table(*exact);
   delta_rule_tables(*exact);

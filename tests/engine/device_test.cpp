@@ -89,5 +89,20 @@ TEST(KvCacheDtype, FollowsTheFlagTheBackendAndTheDtype) {
             std::string::npos);
 }
 
+// --activation-quantization: auto rounds quantized matmuls' activations on GPUs only; int8 and none
+// decide everywhere; another name is an error that lists the choices.
+TEST(ActivationQuantization, AutoIsInt8OnGpusAndTheFlagDecidesElsewhere) {
+  EXPECT_FALSE(int8_activations(DeviceKind::Cpu, "auto"));
+  EXPECT_TRUE(int8_activations(DeviceKind::Cuda, "auto"));
+  EXPECT_TRUE(int8_activations(DeviceKind::Hip, "auto"));
+  EXPECT_TRUE(int8_activations(DeviceKind::Cpu, "int8"));
+  EXPECT_FALSE(int8_activations(DeviceKind::Hip, "none"));
+  BackendFlags flags;
+  flags.activation_quantization = "int4";
+  EXPECT_NE(error_of([&] { check_backend_flags(flags); }).find("choose auto, int8 or none"), std::string::npos);
+  flags.activation_quantization = "int8";
+  EXPECT_NO_THROW(check_backend_flags(flags));
+}
+
 }  // namespace
 }  // namespace dcu

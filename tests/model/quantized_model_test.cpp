@@ -52,9 +52,21 @@ KldSummary summarize(std::vector<double> klds) {
   return s;
 }
 
-void report(const char* what, WeightFormat f, const KldSummary& s) {
-  std::printf("KLD %-34s %-5s positions %5zu  mean %.3e  p99 %.3e  max %.3e\n", what,
-              std::string(weight_format_name(f)).c_str(), s.positions, s.mean, s.p99, s.max);
+// Quantized weights, with f32 activations (W8A16, W4A16) or int8 ones (W8A8, W4A8:
+// backend/activation_quantization.h).
+struct Scheme {
+  WeightFormat weights;
+  bool int8_activations;
+  std::string name() const {
+    return std::string(weights == WeightFormat::Int8 ? "W8" : "W4") + (int8_activations ? "A8" : "A16");
+  }
+};
+const Scheme kSchemes[] = {
+    {WeightFormat::Int8, false}, {WeightFormat::Int4, false}, {WeightFormat::Int8, true}, {WeightFormat::Int4, true}};
+
+void report(const char* what, const Scheme& scheme, const KldSummary& s) {
+  std::printf("KLD %-34s %-5s positions %5zu  mean %.3e  p99 %.3e  max %.3e\n", what, scheme.name().c_str(),
+              s.positions, s.mean, s.p99, s.max);
 }
 
 // Prefill logits of every position of `ids` (one sequence, one step).
@@ -65,16 +77,17 @@ std::vector<float> prompt_logits(LoadedModel& model, const std::vector<int32_t>&
   return logits;
 }
 
-double mean_bound(WeightFormat f) { return f == WeightFormat::Int8 ? 1e-3 : 0.1; }
+double mean_bound(const Scheme& scheme) { return scheme.weights == WeightFormat::Int8 ? 1e-3 : 0.1; }
 
-LoadedModel quantized(const std::string& dir, WeightFormat f) {
-  return LoadedModel(dir, 1024, 512, 8, make_cpu_backend(), WeightOptions{std::nullopt, f});
+LoadedModel quantized(const std::string& dir, const Scheme& scheme) {
+  return LoadedModel(dir, 1024, 512, 8, make_cpu_backend({.int8_activations = scheme.int8_activations}),
+                     WeightOptions{std::nullopt, scheme.weights});
 }
 
 TEST(QuantizedModel, ReferenceChatsAgainstTransformers) {
   Reference ref(std::string(kDemo) + "/reference.safetensors");
-  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4}) {
-    LoadedModel model = quantized(kDemo, f);
+  for (const Scheme& scheme : kSchemes) {
+    LoadedModel model = quantized(kDemo, scheme);
     const int64_t V = model.config.vocab_size;
     std::vector<double> klds;
     for (const ReferenceCase& c : reference_cases(kDemo)) {
@@ -84,15 +97,19 @@ TEST(QuantizedModel, ReferenceChatsAgainstTransformers) {
       for (size_t p = 0; p < c.ids.size(); ++p) klds.push_back(kl_divergence(&expected[p * V], &got[p * V], V));
     }
     const KldSummary s = summarize(klds);
-    report("demo, six reference chats", f, s);
-    EXPECT_LE(s.mean, mean_bound(f)) << weight_format_name(f);
+    report("demo, six reference chats", scheme, s);
+    EXPECT_LE(s.mean, mean_bound(scheme)) << scheme.name();
   }
 }
 
-// The gate: int8's greedy answers to the demo chats are transformers' answers.
+// The gate: int8's greedy answers to the demo chats are transformers' answers, with f32 and with
+// int8 activations.
 TEST(QuantizedModel, Int8GreedyAnswersOfTheDemoChatsAreTheReference) {
-  LoadedModel model = quantized(kDemo, WeightFormat::Int8);
-  for (const ReferenceCase& c : reference_cases(kDemo)) EXPECT_EQ(model.greedy(c.ids, c.greedy.size()), c.greedy) << c.key;
+  for (bool int8_activations : {false, true}) {
+    LoadedModel model = quantized(kDemo, {WeightFormat::Int8, int8_activations});
+    for (const ReferenceCase& c : reference_cases(kDemo))
+      EXPECT_EQ(model.greedy(c.ids, c.greedy.size()), c.greedy) << c.key << (int8_activations ? " W8A8" : " W8A16");
+  }
 }
 
 TEST(QuantizedModel, TwoThousandTokensOfDemoChats) {
@@ -117,8 +134,8 @@ TEST(QuantizedModel, TwoThousandTokensOfDemoChats) {
   const int64_t V = base.config.vocab_size;
   std::vector<std::vector<float>> base_logits;
   for (const auto& ids : chats) base_logits.push_back(prompt_logits(base, ids));
-  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4}) {
-    LoadedModel model = quantized(kDemo, f);
+  for (const Scheme& scheme : kSchemes) {
+    LoadedModel model = quantized(kDemo, scheme);
     std::vector<double> klds;
     size_t agree = 0;
     for (size_t i = 0; i < chats.size(); ++i) {
@@ -129,9 +146,9 @@ TEST(QuantizedModel, TwoThousandTokensOfDemoChats) {
       }
     }
     const KldSummary s = summarize(klds);
-    report("demo, 40 chats (2k tokens)", f, s);
+    report("demo, 40 chats (2k tokens)", scheme, s);
     std::printf("    top-1 agreement with the 16-bit model: %.2f %%\n", 100.0 * double(agree) / double(s.positions));
-    EXPECT_LE(s.mean, mean_bound(f)) << weight_format_name(f);
+    EXPECT_LE(s.mean, mean_bound(scheme)) << scheme.name();
   }
 }
 

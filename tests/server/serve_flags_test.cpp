@@ -83,7 +83,7 @@ TEST(ServeFlags, EqualsFormAndDefaults) {
   EXPECT_NE(g_options->model_dir.find("dcuserve-demo"), std::string::npos);
 }
 
-TEST(ServeFlags, DtypeAliasesAndMatmulPrecision) {
+TEST(ServeFlags, DtypeAliasesMatmulPrecisionAndActivationQuantization) {
   ASSERT_TRUE(parse({"--dtype", "half"}));
   EXPECT_EQ(g_options->dtype, "float16");
   EXPECT_EQ(g_options->matmul_precision, "high");
@@ -91,6 +91,11 @@ TEST(ServeFlags, DtypeAliasesAndMatmulPrecision) {
   EXPECT_EQ(g_options->dtype, "float32");  // the engine then refuses medium (engine_test)
   EXPECT_EQ(g_options->matmul_precision, "medium");
   EXPECT_THROW(parse({"--matmul-precision", "low"}), CLI::ParseError);
+  ASSERT_TRUE(parse({}));
+  EXPECT_EQ(g_options->activation_quantization, "auto");
+  ASSERT_TRUE(parse({"--activation-quantization", "none"}));
+  EXPECT_EQ(g_options->activation_quantization, "none");
+  EXPECT_THROW(parse({"--activation-quantization", "int4"}), CLI::ParseError);
 }
 
 TEST(ServeFlags, NodeZeroServesAndTheOtherNodesFollow) {

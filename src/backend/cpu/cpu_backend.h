@@ -13,6 +13,7 @@ namespace dcu {
 
 class CpuBackend : public Backend {
  public:
+  explicit CpuBackend(const CpuBackendOptions& options = {}) : options_(options) {}
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   std::string name() const override { return "cpu"; }
 
@@ -48,7 +49,7 @@ class CpuBackend : public Backend {
   void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
     cpu::add_rms_norm(x, y, w, eps, unit_offset, out);
   }
-  void matmul(const Tensor& x, const Linear& w, Tensor y) override { cpu::matmul(x, w, y); }
+  void matmul(const Tensor& x, const Linear& w, Tensor y) override { cpu::matmul(x, w, y, options_.int8_activations); }
   void add(Tensor x, const Tensor& y) override { cpu::add(x, y); }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { cpu::swiglu(gate, up, out); }
   void sigmoid_mul(Tensor x, const Tensor& gate) override { cpu::sigmoid_mul(x, gate); }

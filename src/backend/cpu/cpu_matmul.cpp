@@ -2,12 +2,14 @@
 // shared by up to kRowBlock token rows; AVX2+FMA+F16C when available, portable code otherwise.
 // Quantized weights (int8, int4) are dequantized a pair of rows at a time into f32 and take the same
 // dot products: the reference every GPU kernel is tested against, exact but for the f32 sums' order.
+// With int8 activations (backend/activation_quantization.h) they multiply the rounded activations.
 
 #include <algorithm>
 #include <vector>
 
 #include <immintrin.h>
 
+#include "backend/activation_quantization.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace dcu::cpu {
@@ -165,19 +167,24 @@ void matmul_quantized(const float* x, const Linear& w, float* y, int64_t T) {
 
 }  // namespace
 
-void matmul(const Tensor& x, const Linear& w, Tensor y) {
+void matmul(const Tensor& x, const Linear& w, Tensor y, bool int8_activations) {
   const int64_t T = x.rows(), K = x.cols(), N = w.rows();
   DCU_CHECK(x.dtype == DType::F32 && y.dtype == DType::F32);
   DCU_CHECK(w.cols() == K && y.rows() == T && y.cols() == N);
   const Tensor& d = w.weight;
-  if (!w.k_order.empty()) {  // act-order: the activations in the weight's column order
-    std::vector<float> gathered(size_t(T * K));
-    const int32_t* order = w.k_order.as<int32_t>();
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < K; ++j) gathered[size_t(t * K + j)] = x.as<float>()[t * K + order[j]];
-    matmul_quantized(gathered.data(), w, y.as<float>(), T);
-  } else if (w.quantized()) {
-    matmul_quantized(x.as<float>(), w, y.as<float>(), T);
+  if (w.quantized()) {
+    // The activations in the weight's column order (act-order), rounded to int8 blocks on request.
+    std::vector<float> prepared;
+    const float* in = x.as<float>();
+    if (!w.k_order.empty() || int8_activations) {
+      prepared.resize(size_t(T * K));
+      const int32_t* order = w.k_order.empty() ? nullptr : w.k_order.as<int32_t>();
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < K; ++j) prepared[size_t(t * K + j)] = in[t * K + (order ? order[j] : j)];
+      if (int8_activations) round_activations_to_int8(prepared.data(), prepared.data(), T * K);
+      in = prepared.data();
+    }
+    matmul_quantized(in, w, y.as<float>(), T);
   } else if (d.dtype == DType::F32) {
     matmul_typed(x.as<float>(), d.as<float>(), d.dtype, y.as<float>(), T, K, N);
   } else {

@@ -310,6 +310,20 @@ __device__ __forceinline__ float2 widen_pair(uint32_t u, F16) {
   return make_float2(to_f32(F16{uint16_t(u & 0xffffu)}), to_f32(F16{uint16_t(u >> 16)}));
 }
 
+// c + the sum of the four products of the signed bytes of a and b: one dp4a (NVIDIA) or v_dot4_i32_i8
+// (gfx906) instruction.
+__device__ __forceinline__ int dot4_i8(int a, int b, int c) {
+#if defined(DCUSERVE_CUDA)
+  return __dp4a(a, b, c);
+#elif defined(__gfx906__)
+  return __builtin_amdgcn_sdot4(a, b, c, false);
+#else
+#pragma unroll
+  for (int i = 0; i < 4; ++i) c += int(int8_t(a >> (8 * i))) * int(int8_t(b >> (8 * i)));
+  return c;
+#endif
+}
+
 // Runs f(std::integral_constant<int, Lanes>) for the logical warp width chosen at run time. HIP builds
 // only instantiate the native 64; CUDA builds instantiate 32 and the wave64 emulation.
 template <typename F>

@@ -50,6 +50,7 @@ class GpuBackend final : public Backend {
     gemv_max_tokens_ = int(gpu::kGemvMaxTokens);
 #endif
     split_activations_ = options.split_activations;
+    int8_activations_ = options.int8_activations;
 #if defined(DCUSERVE_CUDA)
     tensor_cores_ = options.vendor_blas && options.tensor_core_decode;
     if (options.vendor_blas) {
@@ -411,8 +412,8 @@ class GpuBackend final : public Backend {
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
-    return Launch{stream_,   lanes_,     blas_, gemv_max_tokens_, tensor_cores_, split_activations_,
-                  overlap_, &expanded_, multiprocessors_};
+    return Launch{stream_,   lanes_,     blas_,           gemv_max_tokens_,   tensor_cores_, split_activations_,
+                  overlap_, &expanded_, multiprocessors_, int8_activations_, &activations_};
   }
   void drop_graph(uint64_t key) {
     auto it = graphs_.find(key);
@@ -453,6 +454,7 @@ class GpuBackend final : public Backend {
   int gemv_max_tokens_ = gpu::kGemvMaxTokens;
   bool tensor_cores_ = false;
   bool split_activations_ = true;
+  bool int8_activations_ = false;
   bool overlap_ = false;
   int multiprocessors_ = 1;
   gpuStream_t stream_ = nullptr;
@@ -460,6 +462,7 @@ class GpuBackend final : public Backend {
   GrowingScratch scratch_{*this};
   GrowingScratch expanded_{*this};  // quantized weights expanded for prompt-sized matmuls (Launch::expanded)
   GrowingScratch ordered_inputs_{*this};  // activations gathered for act-order weights
+  GrowingScratch activations_{*this};  // int8 activations of quantized matmuls (Launch::activations)
   std::unordered_map<uint64_t, gpuGraphExec_t> graphs_;
   std::string name_;
 };

@@ -44,6 +44,9 @@ struct GpuBackendOptions {
   // With vendor_blas: false rounds the activations of tensor-core matmuls to one 16-bit part instead
   // of hi + lo (one product instead of two, as vLLM and llama.cpp compute; --matmul-precision medium).
   bool split_activations = true;
+  // Matmuls of quantized weights round their activations to int8 blocks and the decode GEMV multiplies
+  // codes by codes (dp4a / v_dot4_i32_i8): backend/activation_quantization.h, --activation-quantization.
+  bool int8_activations = false;
 };
 
 // The options for an engine's --dtype: "float32" keeps every matmul on the f32 kernels (the 1e-3

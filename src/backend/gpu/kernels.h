@@ -27,6 +27,10 @@ struct Launch {
   bool overlap = false;       // launch_overlapping may overlap kernels (CUDA, compute capability 9.0+)
   Scratch* expanded = nullptr;  // where quantized weights are expanded for prompt-sized matmuls
   int multiprocessors = 1;      // SMs / CUs of the device: sizes grids that must cover it
+  // Matmuls of quantized weights round their activations to int8 blocks (backend/activation_quantization.h):
+  // the decode rows multiply codes (gemv_int8_activations.cu), larger ones the rounded values.
+  bool int8_activations = false;
+  Scratch* activations = nullptr;  // the codes or rounded activations of those matmuls
 };
 
 // Backend-owned device scratch that grows on demand (ops never allocate their outputs).
@@ -105,6 +109,15 @@ void launch_expand_weights(const Launch& l, const MatmulArgs& a, void* out, DTyp
 bool kernels_can_overlap();
 // x [n] f32 -> hi, lo [n] of a 16-bit type (BF16 or F16) with x ~= hi + lo; lo null: hi only.
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type);
+
+// ---- gemv_int8_activations.cu ---------------------------------------------------------------------
+// The GEMV of Launch::int8_activations (matmul.cu's run_gemv sends quantized weights there): a group as
+// launch_matmul_group's GEMV takes it (T <= kGemvMaxTokens), with the same fusions; the norm goes into
+// the kernel that quantizes x, in Launch::activations.
+void launch_int8_activation_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu,
+                                 const GemvFusion& fusion);
+// x [T, K] rounded to int8 blocks, as f32 values s q [T, K] in Launch::activations (valid until its next use).
+const float* launch_round_activations(const Launch& l, const float* x, int64_t T, int64_t K);
 
 // ---- matmul_tensor_core.cu (CUDA only) -----------------------------------------------------------
 // Decode batches of 16-bit weights on tensor cores, weights read once (the vendor-BLAS mode's path

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 
+#include "backend/gpu/gemv_common.h"
 #include "backend/gpu/kernels.h"
 
 #if defined(DCUSERVE_CUDA)
@@ -34,9 +35,6 @@
 namespace dcu::gpu {
 namespace {
 
-// 128 threads: 1-5 % faster than 256 at one and two rows on H200 (9B batch 2 375.2 -> 395.4 tok/s):
-// twice the blocks, each thread twice the k.
-constexpr int kGemvThreads = 128;
 // CUDA, one token row: at most 48 registers, 10 blocks of 128 threads per SM. Left to the compiler
 // (50-64 registers with the folded norm and accumulation), batch 1 lost 2-3 % on H200 against 10
 // blocks (docs/PERFORMANCE_GPU.md, round 10). HIP's second bound means waves per SIMD: not set.
@@ -56,15 +54,6 @@ template <typename W, int TR> constexpr int kGemvColumnsOf = kQuantized<W> && TR
 #else
 template <typename W, int TR> constexpr int kGemvColumnsOf = kGemvColumns;
 #endif
-
-// 16 bytes of weights; on CUDA marked streaming (read once: leave L1 to the activations).
-__device__ __forceinline__ uint4 load16(const void* p) {
-#if defined(DCUSERVE_CUDA)
-  return __ldcs(reinterpret_cast<const uint4*>(p));
-#else
-  return *reinterpret_cast<const uint4*>(p);
-#endif
-}
 
 // Eight consecutive weights widened to f32 (16-byte aligned source).
 __device__ __forceinline__ void load8(const float* w, float* out) {
@@ -138,38 +127,6 @@ __device__ __forceinline__ void code_pairs(const Int4Pair* p, float zero, half2_
 }
 #endif
 
-// The matrices of one GEMV launch: part p owns blocks [block_end[p - 1], block_end[p]).
-template <typename W>
-struct GemvParts {
-  const W* w[kMaxMatmulGroup];   // [N, K] (quantized: [N, K / kCodesPerElement])
-  float* y[kMaxMatmulGroup];     // [T, N]
-  int64_t N[kMaxMatmulGroup];
-  const float* scales[kMaxMatmulGroup];   // quantized: [N, K / group]
-  const uint8_t* zeros[kMaxMatmulGroup];  // Int4: [N, K / group], or null (8)
-  int64_t group;
-  unsigned block_end[kMaxMatmulGroup];
-  // The MLP's gate and up projections (w[0], w[1]) as one: a block takes C / 2 rows of each and
-  // writes y[0] = silu(gate) * up.
-  bool swiglu = false;
-  GemvFusion fusion;
-};
-
-// Eight consecutive norm weights as f32 (an ordinary load: every block reads them).
-__device__ __forceinline__ void load8_norm(const void* w, DType type, int64_t k, float* out) {
-  if (type == DType::BF16 || type == DType::F16) {
-    const uint4 u = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(w) + k);
-    const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 p = type == DType::BF16 ? widen_pair(words[i], Bf16{}) : widen_pair(words[i], F16{});
-      out[2 * i] = p.x, out[2 * i + 1] = p.y;
-    }
-  } else {
-    const float4 a = reinterpret_cast<const float4*>(static_cast<const float*>(w) + k)[0];
-    const float4 b = reinterpret_cast<const float4*>(static_cast<const float*>(w) + k)[1];
-    out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
-  }
-}
 __device__ __forceinline__ float load_norm(const void* w, DType type, int64_t k) {
   if (type == DType::BF16) return to_f32(static_cast<const Bf16*>(w)[k]);
   if (type == DType::F16) return to_f32(static_cast<const F16*>(w)[k]);
@@ -189,25 +146,21 @@ template <int Lanes, int TR, int C, typename W, bool Vec, bool Norm>
 __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, const GemvParts<W> parts, int T,
                                                 int64_t K) {
   __shared__ float partial[kGemvThreads / Lanes][C * TR + TR];  // column sums, then row squares
-  const int p = group_entry(parts.block_end, unsigned(blockIdx.x));
-  const W* __restrict__ w = group_pick(parts.w, p);
-  float* __restrict__ y = group_pick(parts.y, p);
-  const int64_t N = group_pick(parts.N, p);
-  const int64_t block = blockIdx.x - (p > 0 ? group_pick(parts.block_end, p - 1) : 0u);
-  const int columns = parts.swiglu ? C / 2 : C;  // output columns of the block
-  const int64_t n0 = block * columns;
+  const GemvBlock b = gemv_block<W, C>(parts);
+  const W* __restrict__ w = group_pick(parts.w, b.p);
+  const int64_t N = group_pick(parts.N, b.p);
   constexpr int E = kCodesPerElement<W>;
   const W* wr[C];
   const float* sr[C];    // quantized: the rows' scales
   const uint8_t* zr[C];  // Int4: the rows' zero points, or null
 #pragma unroll
-  for (int c = 0; c < C; ++c) {  // past N: re-reads the last row, unused
-    const int64_t row = min(n0 + c % columns, N - 1);
-    wr[c] = (c < columns ? w : parts.w[1]) + row * (K / E);
+  for (int c = 0; c < C; ++c) {
+    const int64_t row = gemv_row(b, c, N);
+    wr[c] = (c < b.columns ? w : parts.w[1]) + row * (K / E);
     if constexpr (kQuantized<W>) {
       const int64_t groups = K / parts.group;
-      const float* s = c < columns ? group_pick(parts.scales, p) : parts.scales[1];
-      const uint8_t* z = c < columns ? group_pick(parts.zeros, p) : parts.zeros[1];
+      const float* s = c < b.columns ? group_pick(parts.scales, b.p) : parts.scales[1];
+      const uint8_t* z = c < b.columns ? group_pick(parts.zeros, b.p) : parts.zeros[1];
       sr[c] = s + row * groups;
       zr[c] = z ? z + row * groups : nullptr;
     }
@@ -341,46 +294,7 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
   }
 
   // Split-K reduction: logical warps, then across the block's warps through shared memory.
-  const int warp = threadIdx.x / Lanes, lane = threadIdx.x % Lanes;
-#pragma unroll
-  for (int c = 0; c < C; ++c)
-#pragma unroll
-    for (int t = 0; t < TR; ++t)
-      if (t < T) {
-        const float s = warp_sum<Lanes>(acc[c][t]);
-        if (lane == 0) partial[warp][c * TR + t] = s;
-      }
-  if constexpr (Norm)
-#pragma unroll
-    for (int t = 0; t < TR; ++t)
-      if (t < T) {
-        const float s = warp_sum<Lanes>(squares[t]);
-        if (lane == 0) partial[warp][C * TR + t] = s;
-      }
-  __syncthreads();
-  for (int i = threadIdx.x; i < columns * TR; i += kGemvThreads) {
-    const int c = i / TR, t = i % TR;
-    if (t < T && n0 + c < N) {
-      float s = 0.0f, scale = 1.0f;
-#pragma unroll
-      for (int v = 0; v < kGemvThreads / Lanes; ++v) s += partial[v][i];
-      if constexpr (Norm) {
-        float ss = 0.0f;
-#pragma unroll
-        for (int v = 0; v < kGemvThreads / Lanes; ++v) ss += partial[v][C * TR + t];
-        scale = 1.0f / sqrtf(ss / float(K) + f.eps);
-        s *= scale;
-      }
-      if (parts.swiglu) {  // s is the gate; the up projection's sum is C / 2 columns further
-        float up = 0.0f;
-#pragma unroll
-        for (int v = 0; v < kGemvThreads / Lanes; ++v) up += partial[v][i + columns * TR];
-        s = s / (1.0f + expf(-s)) * up * scale;
-      }
-      float& out = y[int64_t(t) * N + n0 + c];
-      out = f.accumulate ? out + s : s;
-    }
-  }
+  finish_gemv<Lanes, TR, C, Norm>(acc, squares, partial, parts, b, T, K);
 }
 
 constexpr int kTile = 64, kTileK = 16, kTileThreads = 256;
@@ -435,22 +349,8 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
   const int T = int(a.T);
   auto go = [&](auto tr) {
     constexpr int TR = decltype(tr)::value, C = kGemvColumnsOf<W, TR>;
-    GemvParts<W> parts{};
-    parts.swiglu = swiglu;
-    parts.fusion = fusion;
-    unsigned grid = 0;
-    parts.group = a.group;
-    for (int p = 0; p < count; ++p) {
-      parts.w[p] = static_cast<const W*>(group[p].w);
-      parts.y[p] = group[p].y;
-      parts.N[p] = group[p].N;
-      parts.scales[p] = group[p].scales;
-      parts.zeros[p] = group[p].zeros;
-      // swiglu: up's rows ride in gate's blocks, C / 2 of each per block
-      if (!swiglu || p == 0) grid += blocks_for(group[p].N, swiglu ? C / 2 : C);
-      parts.block_end[p] = grid;
-    }
-    for (int p = count; p < kMaxMatmulGroup; ++p) parts.block_end[p] = grid;  // group_entry reads them
+    GemvParts<W> parts;
+    const unsigned grid = gemv_parts(group, count, swiglu, fusion, C, parts);
     auto launch = [&](auto vector, auto norm) {
       constexpr bool Vec = decltype(vector)::value, Norm = decltype(norm)::value;
       launch_overlapping(l, gemv_kernel<Lanes, TR, C, W, Vec, Norm>, grid, kGemvThreads, 0, a.x, parts, T, a.K);
@@ -483,6 +383,8 @@ void run_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu =
       launch_gemv<decltype(lanes)::value, decltype(e)>(l, group, count, swiglu, fusion);
     });
   };
+  if (l.int8_activations && group[0].format != WeightFormat::Dense)
+    return launch_int8_activation_gemv(l, group, count, swiglu, fusion);
   switch (group[0].format) {
     case WeightFormat::Int8: go(Int8Code{}); break;
     case WeightFormat::Int4: go(Int4Pair{}); break;
@@ -611,8 +513,11 @@ bool use_gemv(const Launch& l, const MatmulArgs& a) {
   // Quantized: the GEMV for the rows it takes (and its fusions), the tensor-core kernel beyond where
   // it applies (its launches of split, multiply and sum cost more than the GEMV at 1-2 rows), else
   // the GEMV up to its 16 rows.
+  // With int8 activations the GEMV multiplies codes, one instruction per four weights and row, up to
+  // its 16 rows.
   if (a.format != WeightFormat::Dense)
-    return gemv_takes_all(l.gemv_max_tokens, a.T) || (a.T <= kGemvMaxTokens && !tensor_cores_take(l, a));
+    return gemv_takes_all(l.gemv_max_tokens, a.T) ||
+           (a.T <= kGemvMaxTokens && (l.int8_activations || !tensor_cores_take(l, a)));
   return gemv_takes_all(l.gemv_max_tokens, a.T) ||
          (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns && !(l.split_activations && tensor_cores_take(l, a)));
 }
@@ -684,6 +589,10 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
   }
   if (gemv_count > 0) run_gemv(l, gemv, gemv_count);
   if (larger_count == 0) return;
+  if (l.int8_activations && larger[0].format != WeightFormat::Dense) {  // the rounded values, for every path below
+    const float* rounded = launch_round_activations(l, larger[0].x, larger[0].T, larger[0].K);
+    for (int i = 0; i < larger_count; ++i) larger[i].x = rounded;
+  }
 #if defined(DCUSERVE_CUDA)
   if (larger[0].format != WeightFormat::Dense &&
       std::all_of(larger, larger + larger_count, [&](const MatmulArgs& a) { return tensor_cores_take(l, a); }))
