@@ -95,6 +95,44 @@ __device__ __forceinline__ int64_t gemv_row(const GemvBlock& b, int c, int64_t N
   return min(b.n0 + c % b.columns, N - 1);
 }
 
+// The block's C weight rows: their codes (or 16-bit values) and, quantized, their scales and zero
+// points (null: 8). Columns C / 2 .. C - 1 of a swiglu block are the up projection's rows.
+template <typename W, int C>
+struct GemvRows {
+  const W* w[C];
+  const float* scales[C];
+  const uint8_t* zeros[C];
+};
+template <typename W, int C>
+__device__ __forceinline__ GemvRows<W, C> gemv_rows(const GemvParts<W>& parts, const GemvBlock& b, int64_t K) {
+  GemvRows<W, C> r;
+  const int64_t N = group_pick(parts.N, b.p);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const bool own = c < b.columns;
+    const int64_t row = gemv_row(b, c, N);
+    r.w[c] = (own ? group_pick(parts.w, b.p) : parts.w[1]) + row * (K / kCodesPerElement<W>);
+    if constexpr (kQuantized<W>) {
+      const int64_t groups = K / parts.group;
+      const uint8_t* z = own ? group_pick(parts.zeros, b.p) : parts.zeros[1];
+      r.scales[c] = (own ? group_pick(parts.scales, b.p) : parts.scales[1]) + row * groups;
+      r.zeros[c] = z ? z + row * groups : nullptr;
+    }
+  }
+  return r;
+}
+
+// Starts fetching each row's first chunk (`chunk` k per thread) into L2, then waits for the kernel
+// before (launched overlapping it: the weights come while it finishes) and lets the next one start.
+template <typename W, int C>
+__device__ __forceinline__ void gemv_start(const GemvRows<W, C>& rows, int64_t K, int chunk) {
+  if (int64_t(threadIdx.x) * chunk < K)
+#pragma unroll
+    for (int c = 0; c < C; ++c) prefetch_l2(rows.w[c] + threadIdx.x * chunk / kCodesPerElement<W>);
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+}
+
 // Sums acc[c][t] (and, with Norm, squares[t]: the rows' sums of squares for rms_norm over K) over the
 // block through `partial` (shared memory, [kGemvThreads / Lanes][C * TR + TR]), then writes y[t, n0 + c] for the block's columns: scaled by the row's rsqrt(mean(x^2) + eps)
 // with Norm, silu(gate) * up with swiglu, added to y with fusion.accumulate.

@@ -160,27 +160,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_int8_kernel(const GemvActiv
   constexpr bool kInt4 = std::is_same_v<W, Int4Pair>;
   __shared__ float partial[kGemvThreads / Lanes][C * TR + TR];
   const GemvBlock b = gemv_block<W, C>(parts);
-  const W* __restrict__ w = group_pick(parts.w, b.p);
-  const int64_t N = group_pick(parts.N, b.p), groups = K / parts.group;
-  constexpr int E = kCodesPerElement<W>;
-  const W* wr[C];
-  const float* sr[C];    // the rows' scales
-  const uint8_t* zr[C];  // Int4: the rows' zero points, or null (8)
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int64_t row = gemv_row(b, c, N);
-    wr[c] = (c < b.columns ? w : parts.w[1]) + row * (K / E);
-    const uint8_t* z = c < b.columns ? group_pick(parts.zeros, b.p) : parts.zeros[1];
-    sr[c] = (c < b.columns ? group_pick(parts.scales, b.p) : parts.scales[1]) + row * groups;
-    zr[c] = z ? z + row * groups : nullptr;
-  }
-  // Launched overlapping the kernel that produces the activations: the first weights start coming while
-  // it finishes.
-  if (int64_t(threadIdx.x) * 16 < K)
-#pragma unroll
-    for (int c = 0; c < C; ++c) prefetch_l2(wr[c] + threadIdx.x * 16 / E);
-  wait_for_previous_kernel();
-  let_next_kernel_start();
+  const GemvRows<W, C> rows = gemv_rows<W, C>(parts, b, K);
+  gemv_start(rows, K, 16);
 
   float acc[C][TR], squares[TR];
 #pragma unroll
@@ -196,9 +177,9 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_int8_kernel(const GemvActiv
     int zero[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      chunk_codes(wr[c], k, q[c]);
-      scale[c] = sr[c][g];
-      zero[c] = kInt4 ? (zr[c] ? int(zr[c][g]) : 8) : 0;
+      chunk_codes(rows.w[c], k, q[c]);
+      scale[c] = rows.scales[c][g];
+      zero[c] = kInt4 ? (rows.zeros[c] ? int(rows.zeros[c][g]) : 8) : 0;
     }
 #pragma unroll
     for (int t = 0; t < TR; ++t) {

@@ -147,30 +147,9 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
                                                 int64_t K) {
   __shared__ float partial[kGemvThreads / Lanes][C * TR + TR];  // column sums, then row squares
   const GemvBlock b = gemv_block<W, C>(parts);
-  const W* __restrict__ w = group_pick(parts.w, b.p);
-  const int64_t N = group_pick(parts.N, b.p);
   constexpr int E = kCodesPerElement<W>;
-  const W* wr[C];
-  const float* sr[C];    // quantized: the rows' scales
-  const uint8_t* zr[C];  // Int4: the rows' zero points, or null
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int64_t row = gemv_row(b, c, N);
-    wr[c] = (c < b.columns ? w : parts.w[1]) + row * (K / E);
-    if constexpr (kQuantized<W>) {
-      const int64_t groups = K / parts.group;
-      const float* s = c < b.columns ? group_pick(parts.scales, b.p) : parts.scales[1];
-      const uint8_t* z = c < b.columns ? group_pick(parts.zeros, b.p) : parts.zeros[1];
-      sr[c] = s + row * groups;
-      zr[c] = z ? z + row * groups : nullptr;
-    }
-  }
-  // Launched overlapping the kernel that produces x: the first weights start coming while it finishes.
-  if (int64_t(threadIdx.x) * 8 < K)
-#pragma unroll
-    for (int c = 0; c < C; ++c) prefetch_l2(wr[c] + threadIdx.x * 8 / E);
-  wait_for_previous_kernel();
-  let_next_kernel_start();
+  const GemvRows<W, C> rows = gemv_rows<W, C>(parts, b, K);
+  gemv_start(rows, K, 8);
   float acc[C][TR], squares[TR];
 #pragma unroll
   for (int t = 0; t < TR; ++t) {
@@ -204,8 +183,8 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
         float scale[C];
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          code_pairs(wr[c] + k / E, zr[c] ? float(zr[c][g]) : 8.0f, q[c]);
-          scale[c] = sr[c][g];
+          code_pairs(rows.w[c] + k / E, rows.zeros[c] ? float(rows.zeros[c][g]) : 8.0f, q[c]);
+          scale[c] = rows.scales[c][g];
         }
 #pragma unroll
         for (int t = 0; t < TR; ++t) {
@@ -228,7 +207,7 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
       if constexpr (std::is_same_v<W, F16>) {
         uint4 wb[C];
 #pragma unroll
-        for (int c = 0; c < C; ++c) wb[c] = load16(wr[c] + k);
+        for (int c = 0; c < C; ++c) wb[c] = load16(rows.w[c] + k);
 #pragma unroll
         for (int t = 0; t < TR; ++t) {
           if (t < T) {
@@ -254,12 +233,12 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
         const int64_t g = k / parts.group;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          load8(wr[c] + k / E, zr[c] ? float(zr[c][g]) : 8.0f, wv[c]);
-          scale[c] = sr[c][g];
+          load8(rows.w[c] + k / E, rows.zeros[c] ? float(rows.zeros[c][g]) : 8.0f, wv[c]);
+          scale[c] = rows.scales[c][g];
         }
       } else {
 #pragma unroll
-        for (int c = 0; c < C; ++c) load8(wr[c] + k, wv[c]);
+        for (int c = 0; c < C; ++c) load8(rows.w[c] + k, wv[c]);
       }
 #pragma unroll
       for (int t = 0; t < TR; ++t) {
@@ -280,7 +259,7 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
     for (int64_t k = threadIdx.x; k < K; k += kGemvThreads) {
       float wk[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) wk[c] = to_f32(wr[c][k]);
+      for (int c = 0; c < C; ++c) wk[c] = to_f32(rows.w[c][k]);
       const float nw = Norm ? 1.0f + load_norm(f.norm_w, f.norm_type, k) : 1.0f;
 #pragma unroll
       for (int t = 0; t < TR; ++t)
