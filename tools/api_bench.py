@@ -4,9 +4,10 @@ latency percentiles). Times non-streaming completions of 1 and of N tokens with 
 clients at once: time per output token = (t_N - t_1) / (N - 1), and output tokens/s of all clients,
 to compare with `dcuserve bench` (the server's overhead):
 
-    python3 tools/api_bench.py http://127.0.0.1:8000 MODEL [max_tokens] [prompt_tokens] [concurrency,...] [temperature] [top_p]
+    python3 tools/api_bench.py http://127.0.0.1:8000 MODEL [max_tokens] [prompt_tokens] [concurrency,...] [temperature] [top_p] [structured_outputs]
 
-Greedy by default; a temperature (and top_p) measures sampling too.
+Greedy by default; a temperature (and top_p) measures sampling too; a vLLM `structured_outputs` object
+(JSON text, e.g. '{"json": {"type": "array", "items": {"type": "string"}}}') constrains every request.
 """
 import json
 import sys
@@ -20,11 +21,14 @@ prompt_tokens = int(sys.argv[4]) if len(sys.argv) > 4 else 128
 levels = [int(c) for c in (sys.argv[5] if len(sys.argv) > 5 else "1").split(",")]
 temperature = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
 top_p = float(sys.argv[7]) if len(sys.argv) > 7 else 1.0
+structured_outputs = json.loads(sys.argv[8]) if len(sys.argv) > 8 else None
 
 
 def complete(tokens: int, seed: int) -> float:
     body = {"model": model, "prompt": [100 + (i * 7919 + seed) % 800 for i in range(prompt_tokens)],
             "max_tokens": tokens, "ignore_eos": True, "temperature": temperature, "top_p": top_p, "seed": seed}
+    if structured_outputs:
+        body["structured_outputs"] = structured_outputs
     request = urllib.request.Request(f"{url}/v1/completions", data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
     start = time.perf_counter()
