@@ -36,6 +36,12 @@ __device__ __forceinline__ void load8_norm(const void* w, DType type, int64_t k,
     out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
   }
 }
+__device__ __forceinline__ float load_norm(const void* w, DType type, int64_t k) {
+  if (type == DType::BF16) return to_f32(static_cast<const Bf16*>(w)[k]);
+  if (type == DType::F16) return to_f32(static_cast<const F16*>(w)[k]);
+  return static_cast<const float*>(w)[k];
+}
+
 // The matrices of one GEMV launch: part p owns blocks [block_end[p - 1], block_end[p]).
 template <typename W>
 struct GemvParts {

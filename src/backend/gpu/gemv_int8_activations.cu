@@ -7,8 +7,8 @@
 //    threads split K in 16-k chunks (chunk i, i + kGemvThreads, ...), so every weight row is streamed
 //    once for all rows. Up to 2 rows the block quantizes the f32 activations it reads in registers
 //    (two lanes share a 32-k block; the norm folds in as in matmul.cu's GEMV), so a decode step has no
-//    kernel between a GEMV and the next; from 3 rows the quantize kernel runs first. Per chunk, column and row, 16 weight codes meet 16 activation codes in four
-//    dp4a / v_dot4_i32_i8, an exact int32 sum that the weight group's scale times the activation
+//    kernel between a GEMV and the next; from 3 rows the quantize kernel runs first. Per chunk, column
+//    and row, 16 weight codes meet 16 activation codes in four dp4a / v_dot4_i32_i8, an exact int32 sum that the weight group's scale times the activation
 //    block's scale turns into f32: one instruction per four weights and row instead of widening every
 //    code to a float (docs/PERFORMANCE.md: the f32-activation GEMV of int8 weights spends ~3.5
 //    instructions a byte on the H200 and int4 ~7). Int4 codes are 0..15 with a zero point z:
@@ -50,10 +50,7 @@ __global__ void __launch_bounds__(kQuantizeThreads)
     if (k - lane >= K) break;  // whole blocks: K is a multiple of 32
     float v = xr[k];
     if (norm_w) {  // as the CPU's rms_norm: x * inv_rms * (1 + w)
-      const float w = norm_type == DType::BF16 ? to_f32(static_cast<const Bf16*>(norm_w)[k])
-                      : norm_type == DType::F16 ? to_f32(static_cast<const F16*>(norm_w)[k])
-                                                : static_cast<const float*>(norm_w)[k];
-      v = v * inv_rms * (w + 1.0f);
+      v = v * inv_rms * (load_norm(norm_w, norm_type, k) + 1.0f);
     }
     const float a = physical_reduce<32>(fabsf(v), MaxOp{});
     const float inv = a > 0.0f ? 127.0f / a : 0.0f;

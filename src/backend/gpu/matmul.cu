@@ -127,11 +127,6 @@ __device__ __forceinline__ void code_pairs(const Int4Pair* p, float zero, half2_
 }
 #endif
 
-__device__ __forceinline__ float load_norm(const void* w, DType type, int64_t k) {
-  if (type == DType::BF16) return to_f32(static_cast<const Bf16*>(w)[k]);
-  if (type == DType::F16) return to_f32(static_cast<const F16*>(w)[k]);
-  return static_cast<const float*>(w)[k];
-}
 
 // grid (sum of ceil(N_p / C); ceil(N / (C / 2)) for swiglu), block kGemvThreads. x [T, K]; TR >= T
 // token rows.
