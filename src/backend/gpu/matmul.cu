@@ -474,6 +474,11 @@ void blas_matmul_f16(const Launch& l, const MatmulArgs& a, Scratch& scratch) {
 // at any T while the GEMV takes 9.3 / 13.2 / 21.6 us at T = 4 / 8 / 16 (round 2).
 constexpr int64_t kGemvNarrowColumns = 1024;
 
+// The integer GEMV (int8 activations) against the tensor-core kernel on rounded activations, H100:
+// q_proj [12288, 5120] int8 34.4 vs 33.5 us at 3 rows, 37.0 vs 35.2 at 4, 54.5 vs 36.7 at 8
+// (docs/PERFORMANCE.md, "Int8 activations"). Without tensor cores (gfx906) the GEMV takes its 16 rows.
+constexpr int64_t kInt8GemvRowsBesideTensorCores = 4;
+
 // Whether the tensor-core kernel takes a matmul (CUDA's vendor-BLAS mode, shapes it fits).
 bool tensor_cores_take(const Launch& l, const MatmulArgs& a) {
 #if defined(DCUSERVE_CUDA)
@@ -486,12 +491,12 @@ bool tensor_cores_take(const Launch& l, const MatmulArgs& a) {
 bool use_gemv(const Launch& l, const MatmulArgs& a) {
   // Quantized: the GEMV for the rows it takes (and its fusions), the tensor-core kernel beyond where
   // it applies (its launches of split, multiply and sum cost more than the GEMV at 1-2 rows), else
-  // the GEMV up to its 16 rows.
-  // With int8 activations the GEMV multiplies codes, one instruction per four weights and row, up to
-  // its 16 rows.
+  // the GEMV up to its 16 rows. With int8 activations the GEMV multiplies codes and keeps up with
+  // the tensor-core kernel to kInt8GemvRowsBesideTensorCores rows.
   if (a.format != WeightFormat::Dense)
     return gemv_takes_all(l.gemv_max_tokens, a.T) ||
-           (a.T <= kGemvMaxTokens && (l.int8_activations || !tensor_cores_take(l, a)));
+           (a.T <= kGemvMaxTokens &&
+            (!tensor_cores_take(l, a) || (l.int8_activations && a.T <= kInt8GemvRowsBesideTensorCores)));
   return gemv_takes_all(l.gemv_max_tokens, a.T) ||
          (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns && !(l.split_activations && tensor_cores_take(l, a)));
 }
