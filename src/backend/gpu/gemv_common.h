@@ -139,6 +139,17 @@ __device__ __forceinline__ void gemv_start(const GemvRows<W, C>& rows, int64_t K
   let_next_kernel_start();
 }
 
+// The block's column sums acc [C][TR] and row squares [TR] (the folded norm's) start at zero.
+template <int C, int TR>
+__device__ __forceinline__ void zero_sums(float (&acc)[C][TR], float (&squares)[TR]) {
+#pragma unroll
+  for (int t = 0; t < TR; ++t) {
+    squares[t] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[c][t] = 0.0f;
+  }
+}
+
 // Sums acc[c][t] (and, with Norm, squares[t]: the rows' sums of squares for rms_norm over K) over the
 // block through `partial` (shared memory, [kGemvThreads / Lanes][C * TR + TR]), then writes y[t, n0 + c] for the block's columns: scaled by the row's rsqrt(mean(x^2) + eps)
 // with Norm, silu(gate) * up with swiglu, added to y with fusion.accumulate.

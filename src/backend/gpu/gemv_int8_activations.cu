@@ -161,12 +161,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_int8_kernel(const GemvActiv
   gemv_start(rows, K, 16);
 
   float acc[C][TR], squares[TR];
-#pragma unroll
-  for (int t = 0; t < TR; ++t) {
-    squares[t] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc[c][t] = 0.0f;
-  }
+  zero_sums(acc, squares);
   for (int64_t k = int64_t(threadIdx.x) * 16; k < K; k += int64_t(kGemvThreads) * 16) {
     const int64_t g = k / parts.group;
     int q[C][4];

@@ -146,12 +146,7 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
   const GemvRows<W, C> rows = gemv_rows<W, C>(parts, b, K);
   gemv_start(rows, K, 8);
   float acc[C][TR], squares[TR];
-#pragma unroll
-  for (int t = 0; t < TR; ++t) {
-    squares[t] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc[c][t] = 0.0f;
-  }
+  zero_sums(acc, squares);
   const GemvFusion& f = parts.fusion;
   // x's chunk of token row t at k, normalised but for the row scale when fusing the norm.
   auto x8 = [&](int t, int64_t k, const float (&nw)[8], float4& a, float4& b) {
