@@ -118,6 +118,8 @@ void launch_int8_activation_gemv(const Launch& l, const MatmulArgs* group, int c
                                  const GemvFusion& fusion);
 // x [T, K] rounded to int8 blocks, as f32 values s q [T, K] in Launch::activations (valid until its next use).
 const float* launch_round_activations(const Launch& l, const float* x, int64_t T, int64_t K);
+// x [T, K] rounded so, then split as launch_split16 splits: hi, lo [T, K] of type (BF16 or F16), lo null: hi only.
+void launch_round_split16(const Launch& l, const float* x, int64_t T, int64_t K, void* hi, void* lo, DType type);
 
 // ---- matmul_tensor_core.cu (CUDA only) -----------------------------------------------------------
 // Decode batches of 16-bit weights on tensor cores, weights read once (the vendor-BLAS mode's path

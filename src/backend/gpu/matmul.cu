@@ -563,15 +563,16 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
   }
   if (gemv_count > 0) run_gemv(l, gemv, gemv_count);
   if (larger_count == 0) return;
-  if (l.int8_activations && larger[0].format != WeightFormat::Dense) {  // the rounded values, for every path below
-    const float* rounded = launch_round_activations(l, larger[0].x, larger[0].T, larger[0].K);
-    for (int i = 0; i < larger_count; ++i) larger[i].x = rounded;
-  }
 #if defined(DCUSERVE_CUDA)
+  // (rounding the activations itself with int8_activations)
   if (larger[0].format != WeightFormat::Dense &&
       std::all_of(larger, larger + larger_count, [&](const MatmulArgs& a) { return tensor_cores_take(l, a); }))
     return launch_tensor_core_matmul(l, larger, larger_count, scratch);
 #endif
+  if (l.int8_activations && larger[0].format != WeightFormat::Dense) {  // the rounded values, for the dense kernels
+    const float* rounded = launch_round_activations(l, larger[0].x, larger[0].T, larger[0].K);
+    for (int i = 0; i < larger_count; ++i) larger[i].x = rounded;
+  }
   if (larger[0].format != WeightFormat::Dense) {
     // Prompt-sized: each weight expanded into the type the dense kernel takes (the vendor GEMMs: bf16
     // on CUDA, f16 on rocBLAS; the exact-precision tiled kernel: f32, exact), then that kernel. The

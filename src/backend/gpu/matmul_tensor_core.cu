@@ -268,7 +268,9 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
     sums.end[p] = at += part_outputs;
   }
   for (int p = count; p < kMaxMatmulGroup; ++p) sums.end[p] = at, parts.block_end[p] = blocks;  // group_entry
-  launch_split16(l, a.x, hi, lo, n, std::is_same_v<MmaType<W>, Bf16> ? DType::BF16 : DType::F16);
+  const DType operand_type = std::is_same_v<MmaType<W>, Bf16> ? DType::BF16 : DType::F16;
+  if (kQuantized<W> && l.int8_activations) launch_round_split16(l, a.x, T, K, hi, lo, operand_type);
+  else launch_split16(l, a.x, hi, lo, n, operand_type);
   const dim3 grid{unsigned(blocks), unsigned(S)};
   const bool grouped = kQuantized<W> && a.group < a.K;
   auto go = [&](auto tiles, auto block_warps) {
