@@ -40,6 +40,7 @@ std::unique_ptr<Engine> create_engine(const EngineOptions& o, const Communicator
   eo.max_waiting_requests = o.max_waiting_requests;
   eo.seed = o.seed;
   eo.num_speculative_tokens = k;
+  eo.mask_budget = std::chrono::microseconds(int64_t(o.mask_budget_ms * 1000.0));
   eo.limits.state_slots_per_seq = 1 + k;
   eo.eos_token_ids = o.random_weights ? std::vector<int32_t>{} : load_generation_defaults(o.model_dir).eos_token_ids;
 

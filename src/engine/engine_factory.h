@@ -38,6 +38,7 @@ struct EngineOptions {
   bool random_weights = false;            // dimensions from config.json, weights random (benchmarks)
   bool enforce_eager = false;             // no CUDA/HIP graphs for decode steps (debugging)
   int num_speculative_tokens = 0;         // MTP drafts verified per step (--speculative-config); 0: off
+  double mask_budget_ms = 5.0;            // structured-output mask wait before its sequence sits out (LlmEngineOptions)
 };
 
 // Makes the communicators of this node's ranks: global ranks node_rank * n + i of tensor_parallel_size,

@@ -8,7 +8,15 @@
 namespace dcu {
 
 LlmEngine::LlmEngine(ModelInstance model, LlmEngineOptions options)
-    : model_(std::move(model)), runner_(model_.ranks.at(0).runner.get()), batch_sampler_(runner_->backend()),
+    : model_(std::move(model)), runner_(model_.ranks.at(0).runner.get()),
+      batch_sampler_(runner_->backend(), options.mask_budget,
+                     [this] {
+                       {
+                         std::lock_guard lock(mutex_);
+                         mask_finished_ = true;
+                       }
+                       wake_.notify_one();
+                     }),
       options_(std::move(options)),
       blocks_(model_.ranks[0].cache->shape().num_blocks), slots_(model_.ranks[0].cache->shape().num_state_slots),
       scheduler_(options_.limits, blocks_, slots_) {
@@ -87,14 +95,20 @@ EngineStats LlmEngine::stats() const {
 }
 
 void LlmEngine::loop() {
+  bool stalled = false;  // the last step found nothing to run while some sequence waits for its mask
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !arrivals_.empty() || !cancellations_.empty() || !sequences_.empty(); });
+      wake_.wait(lock, [&] {
+        return stopping_ || !arrivals_.empty() || !cancellations_.empty() || mask_finished_ ||
+               (!sequences_.empty() && !stalled);
+      });
       if (stopping_) break;
+      mask_finished_ = false;
     }
     drain_inbox();
-    if (!sequences_.empty()) run_step();
+    const bool ran = !sequences_.empty() && run_step();
+    stalled = !ran && std::any_of(sequences_.begin(), sequences_.end(), [](const auto& s) { return bool(s.second->late_choice); });
     if (stats_log_.due()) stats_log_.log(stats());  // stats() takes the inbox lock: not every step
   }
   drain_inbox();
@@ -147,14 +161,15 @@ struct LlmEngine::Verification {
   GenerationEvent event = {};
 };
 
-void LlmEngine::run_step() {
+bool LlmEngine::run_step() {
+  finish_late_choices();
   std::vector<ScheduledWork> work;
   {
     std::lock_guard lock(mutex_);
     work = scheduler_.schedule();
   }
   publish_counts();
-  if (work.empty()) return;
+  if (work.empty()) return false;
 
   std::vector<SequenceStep> steps;
   std::vector<int> first_rows, first_positions;  // each sequence's first row of the step and its position
@@ -195,24 +210,45 @@ void LlmEngine::run_step() {
     if (drafter_) draft_next(work, verifications, first_rows, first_positions);
   } catch (const Error& e) {  // a failed allocation (scratch that grows with the batch) or kernel
     fail_step(work, e.what());
-    return;
+    return true;
   } catch (const std::bad_alloc&) {  // host memory for the step's own bookkeeping
     fail_step(work, "out of host memory");
-    return;
+    return true;
   }
 
   int generated = 0;
   for (const Verification& v : verifications) generated += int(v.event.tokens.size());
   stats_log_.count_step(prompt_rows, generated);
   for (Verification& v : verifications) {
-    Sequence& s = *v.seq;
-    if (s.wants_prompt_logprobs()) {
-      v.event.prompt_logprobs = std::move(s.prompt_logprobs);
-      s.prompt_logprobs_sent = true;
-    }
-    if (s.params.max_tokens == 0) finish(&s, FinishReason::Length, std::move(v.event));  // prompt logprobs only
-    else if (v.finished) finish(&s, *v.finished, std::move(v.event));
-    else s.on_event(std::move(v.event));
+    if (v.seq->late_choice) continue;  // its event comes with the token (finish_late_choices)
+    if (v.seq->params.max_tokens == 0) v.finished = FinishReason::Length;  // prompt logprobs only
+    emit(*v.seq, std::move(v.event), v.finished);
+  }
+  return true;
+}
+
+void LlmEngine::emit(Sequence& s, GenerationEvent event, std::optional<FinishReason> finished) {
+  if (s.wants_prompt_logprobs()) {
+    event.prompt_logprobs = std::move(s.prompt_logprobs);
+    s.prompt_logprobs_sent = true;
+  }
+  if (finished) finish(&s, *finished, std::move(event));
+  else s.on_event(std::move(event));
+}
+
+void LlmEngine::finish_late_choices() {
+  std::vector<Sequence*> ready;
+  for (auto& [_, seq] : sequences_)
+    if (seq->late_choice && batch_sampler_.ready(*seq->late_choice)) ready.push_back(seq.get());
+  for (Sequence* s : ready) {
+    SampledToken token = batch_sampler_.finish(*s->late_choice, s->sampler);
+    s->late_choice.reset();
+    s->sampler.accept(token.id);
+    s->tokens.push_back(token.id);
+    GenerationEvent event;
+    event.tokens.push_back(std::move(token));
+    stats_log_.count_step(0, 1);
+    emit(*s, std::move(event), stop_reason(*s, s->tokens.back()));
   }
 }
 
@@ -239,10 +275,17 @@ void LlmEngine::sample_tokens(const Tensor& logits, std::span<Verification> veri
       owners.push_back(&v);
     }
     if (jobs.empty()) break;
-    std::vector<SampledToken> tokens = batch_sampler_.sample(logits, jobs);
+    // Without drafts a sequence whose mask overruns the budget waits alone (finish_late_choices).
+    std::vector<LateChoice> late;
+    std::vector<SampledToken> tokens = batch_sampler_.sample(logits, jobs, drafter_ ? nullptr : &late);
+    for (LateChoice& choice : late) {
+      owners[choice.job]->sampling = false;
+      owners[choice.job]->seq->late_choice = std::move(choice);
+    }
     for (size_t j = 0; j < jobs.size(); ++j) {
       Verification& v = *owners[j];
       Sequence& s = *v.seq;
+      if (s.late_choice) continue;
       const int32_t id = tokens[j].id;
       s.sampler.accept(id);
       s.tokens.push_back(id);
@@ -336,6 +379,7 @@ Tensor LlmEngine::step_model(std::span<const SequenceStep> steps) {
 }
 
 void LlmEngine::finish(Sequence* seq, FinishReason reason, GenerationEvent event, std::string error) {
+  if (seq->late_choice) batch_sampler_.wait(*seq->late_choice);  // its worker still uses the sampler
   // Return the caches before the last event, so whoever it wakes sees them free.
   {
     std::lock_guard lock(mutex_);

@@ -3,6 +3,7 @@
 // through a locked inbox; results leave through each request's callback. See docs/ENGINE.md.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,10 @@ struct LlmEngineOptions {
   uint64_t seed = 0;
   std::vector<int32_t> eos_token_ids;
   int num_speculative_tokens = 0;  // MTP drafts per sequence and step (the runners must draft); 0: off
+  // How long after a step's logits are ready the batch waits for a structured-output mask; a sequence
+  // whose mask takes longer sits out until it is done (not with speculative decoding: there the
+  // batch waits for every mask).
+  std::chrono::microseconds mask_budget = std::chrono::milliseconds(5);
 };
 
 class LlmEngine final : public Engine {
@@ -44,7 +49,11 @@ class LlmEngine final : public Engine {
  private:
   void loop();
   void drain_inbox();
-  void run_step();
+  bool run_step();  // false when the scheduler gave no work
+  // Chooses the tokens of the sequences whose late masks are done.
+  void finish_late_choices();
+  // The event of a sequence's new tokens (with its prompt logprobs, the first time), or its end.
+  void emit(Sequence& s, GenerationEvent event, std::optional<FinishReason> finished);
   // The tokens of each sequence that samples this step: one, or (verifying drafts) the accepted ones
   // and the target's next; advances computed past the accepted rows and keeps their state slot.
   struct Verification;
@@ -81,6 +90,7 @@ class LlmEngine final : public Engine {
   std::vector<std::unique_ptr<Sequence>> arrivals_;
   std::vector<RequestId> cancellations_;
   bool stopping_ = false;
+  bool mask_finished_ = false;  // a late mask is done: the engine thread has a token to choose
   RequestId next_id_ = 1;
   int pending_ = 0;  // submitted and not yet finished, for the waiting limit
 

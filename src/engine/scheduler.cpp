@@ -64,6 +64,10 @@ std::vector<ScheduledWork> Scheduler::schedule() {
 
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
+    if (seq->late_choice) {  // its next token is not chosen yet
+      ++i;
+      continue;
+    }
     const int drafts = drafts_of(seq);
     const int n = chunk_of(seq) + drafts;
     if (n <= 0) break;
@@ -85,10 +89,15 @@ std::vector<ScheduledWork> Scheduler::schedule() {
     ++i;
   }
 
-  // New work is admitted only when nobody had to give way this step (no thrashing).
-  while (!preempted && !waiting_.empty() && budget > 0 && int(running_.size()) < limits_.max_num_seqs &&
-         logit_rows < limits_.max_logit_rows) {
-    Sequence* seq = waiting_.front();
+  // New work is admitted only when nobody had to give way this step (no thrashing). A preempted
+  // sequence whose next token is not chosen yet waits where it is.
+  for (size_t w = 0; !preempted && w < waiting_.size() && budget > 0 && int(running_.size()) < limits_.max_num_seqs &&
+                     logit_rows < limits_.max_logit_rows;) {
+    Sequence* seq = waiting_[w];
+    if (seq->late_choice) {
+      ++w;
+      continue;
+    }
     const int n = chunk_of(seq);
     if (n <= 0) break;
     auto slots = slots_.take(limits_.state_slots_per_seq);
@@ -99,7 +108,7 @@ std::vector<ScheduledWork> Scheduler::schedule() {
       release(seq);
       break;
     }
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + std::ptrdiff_t(w));
     running_.push_back(seq);
     const bool all = seq->wants_prompt_logprobs();
     work.push_back({seq, n, all});

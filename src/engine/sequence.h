@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/engine_api.h"
+#include "sampling/batch_sampler.h"
 #include "sampling/sampler.h"
 
 namespace dcu {
@@ -34,6 +35,10 @@ struct Sequence {
   // Prompt logprobs are collected while the prompt is computed and sent with the first token.
   std::vector<std::optional<SampledToken>> prompt_logprobs;
   bool prompt_logprobs_sent = false;
+
+  // Structured output: a next token whose mask overran its budget is chosen from this row once the
+  // mask is done; until then the sequence sits out its steps (the scheduler skips it).
+  std::optional<LateChoice> late_choice;
 
   int generated() const { return int(tokens.size()) - prompt_len; }
   int uncomputed() const { return int(tokens.size()) - computed; }

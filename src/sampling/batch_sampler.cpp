@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace dcu {
 namespace {
@@ -28,6 +29,9 @@ Tensor view(void* base, int64_t word, DType dtype, std::initializer_list<int64_t
 
 }  // namespace
 
+BatchSampler::BatchSampler(Backend& backend, std::chrono::microseconds mask_budget, std::function<void()> on_late_mask)
+    : backend_(backend), mask_budget_(mask_budget), workers_(int(std::clamp(std::thread::hardware_concurrency(), 2u, 32u)), std::move(on_late_mask)) {}
+
 BatchSampler::~BatchSampler() { backend_.release(arena_); }
 
 void* BatchSampler::arena(size_t bytes) {
@@ -48,7 +52,13 @@ std::vector<float> BatchSampler::download_row(const Tensor& logits, int row) {
   return out;
 }
 
-std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<const SamplingJob> jobs) {
+SampledToken BatchSampler::finish(LateChoice& choice, Sampler& sampler) {
+  workers_.wait(*choice.mask);
+  return sampler.sample_allowed(choice.row, choice.mask->allowed, choice.mask->kept_bans);
+}
+
+std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<const SamplingJob> jobs,
+                                               std::vector<LateChoice>* late) {
   const int V = int(logits.cols());
   std::vector<SampledToken> tokens(jobs.size());
 
@@ -69,28 +79,57 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   }
   if (summarised.empty()) return tokens;
 
+  // The masks of the constrained rows, filled on the workers while the backend runs the step. With
+  // `late`, a mask not done mask_budget after the step's logits are ready leaves its row for later.
+  std::vector<size_t> masked;  // the summarised jobs a constraint masks
+  std::vector<std::shared_ptr<PendingMask>> masks;
+  const int64_t W = (V + 31) / 32;
+  for (size_t j : summarised) {
+    if (!jobs[j].sampler->constrained()) continue;
+    auto mask = std::make_shared<PendingMask>();
+    mask->allowed.resize(size_t(W));
+    mask->banned.assign(jobs[j].banned.begin(), jobs[j].banned.end());
+    workers_.submit(mask, [sampler = jobs[j].sampler, V](PendingMask& m) {
+      const std::span<const int32_t> kept = sampler->fill_constraint_mask(m.allowed, m.banned, V);
+      m.kept_bans.assign(kept.begin(), kept.end());
+    });
+    masked.push_back(j);
+    masks.push_back(std::move(mask));
+  }
+  if (late && !masked.empty()) {
+    backend_.synchronize();  // the logits are ready: the budget counts from here
+    const auto deadline = std::chrono::steady_clock::now() + mask_budget_;
+    std::vector<size_t> on_time;
+    std::vector<std::shared_ptr<PendingMask>> on_time_masks;
+    for (size_t i = 0; i < masked.size(); ++i) {
+      if (workers_.wait_until(*masks[i], deadline)) {
+        on_time.push_back(masked[i]);
+        on_time_masks.push_back(std::move(masks[i]));
+      } else {
+        late->push_back({masked[i], std::move(masks[i]), download_row(logits, jobs[masked[i]].row)});
+        std::erase(summarised, masked[i]);
+      }
+    }
+    masked.swap(on_time);
+    masks.swap(on_time_masks);
+    if (summarised.empty()) return tokens;
+  }
+  for (const auto& mask : masks) workers_.wait(*mask);
+
   // Adjust, mask and summarise the other rows on the backend: one upload, three ops, one download.
   SummaryLayout lay;
   lay.n = int64_t(summarised.size());
-  lay.W = (V + 31) / 32;
-  std::vector<size_t> masked;  // the summarised jobs a constraint masks
-  for (size_t j : summarised)
-    if (jobs[j].sampler->constrained()) masked.push_back(j);
+  lay.W = W;
   lay.m = int64_t(masked.size());
   std::vector<uint32_t> up(size_t(lay.rows()));
-  for (int64_t i = 0; i < lay.m; ++i) up[size_t(i)] = uint32_t(jobs[masked[size_t(i)]].row);
-  std::vector<std::span<const int32_t>> kept_bans(masked.size());
-  // Each constraint is its own sequence's (the grammar caches they share lock), so masks fill in parallel.
-#pragma omp parallel for schedule(dynamic, 1) if (masked.size() > 1)
-  for (size_t i = 0; i < masked.size(); ++i) {
-    const SamplingJob& job = jobs[masked[i]];
-    const std::span<uint32_t> allowed(&up[size_t(lay.masks() + int64_t(i) * lay.W)], size_t(lay.W));
-    kept_bans[i] = job.sampler->fill_constraint_mask(allowed, job.banned, V);
+  for (int64_t i = 0; i < lay.m; ++i) {
+    up[size_t(i)] = uint32_t(jobs[masked[size_t(i)]].row);
+    std::copy(masks[size_t(i)]->allowed.begin(), masks[size_t(i)]->allowed.end(), &up[size_t(lay.masks() + i * W)]);
   }
   for (size_t i = 0; i < masked.size(); ++i)
-    if (kept_bans[i].size() != jobs[masked[i]].banned.size()) {  // the bans would have left no token
+    if (masks[i]->kept_bans.size() != jobs[masked[i]].banned.size()) {  // the bans would have left no token
       job_adjustments[masked[i]].clear();
-      jobs[masked[i]].sampler->append_adjustments(kept_bans[i], job_adjustments[masked[i]]);
+      jobs[masked[i]].sampler->append_adjustments(masks[i]->kept_bans, job_adjustments[masked[i]]);
     }
 
   std::vector<LogitAdjustment> adjustments;

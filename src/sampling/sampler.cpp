@@ -98,14 +98,12 @@ std::span<const int32_t> Sampler::fill_constraint_mask(std::span<uint32_t> allow
   return {};
 }
 
-// Disallowed tokens get -inf.
-std::span<const int32_t> Sampler::apply_constraint(std::span<float> logits, std::span<const int32_t> banned) {
-  mask_.resize((logits.size() + 31) / 32);
-  banned = fill_constraint_mask(mask_, banned, int(logits.size()));
+SampledToken Sampler::sample_allowed(std::span<float> logits, std::span<const uint32_t> allowed,
+                                     std::span<const int32_t> kept_bans) {
   const float minus_inf = -std::numeric_limits<float>::infinity();
   for (size_t id = 0; id < logits.size(); ++id)
-    if (!((mask_[id >> 5] >> (id & 31)) & 1u)) logits[id] = minus_inf;
-  return banned;
+    if (!((allowed[id >> 5] >> (id & 31)) & 1u)) logits[id] = minus_inf;
+  return sample_unconstrained(logits, kept_bans);
 }
 
 // As vLLM: the repetition penalty over prompt and output tokens (divide positive logits, multiply
@@ -143,7 +141,13 @@ SampledToken Sampler::logprobs_of(std::span<const float> logits, int32_t token, 
 }
 
 SampledToken Sampler::sample(std::span<float> logits, std::span<const int32_t> banned) {
-  if (constrained()) banned = apply_constraint(logits, banned);
+  if (!constrained()) return sample_unconstrained(logits, banned);
+  mask_.resize((logits.size() + 31) / 32);
+  banned = fill_constraint_mask(mask_, banned, int(logits.size()));
+  return sample_allowed(logits, mask_, banned);
+}
+
+SampledToken Sampler::sample_unconstrained(std::span<float> logits, std::span<const int32_t> banned) {
   // Raw logprobs are taken before any processing; keep what we need of the raw row.
   std::vector<float> raw;
   if (params_.logprobs >= 0) raw.assign(logits.begin(), logits.end());

@@ -46,6 +46,10 @@ class Sampler {
   // Picks the next token from one row of logits [V] (modified in place). `banned` ids get -inf
   // (eos before min_tokens). Logprobs, when requested, are of the unprocessed logits, as vLLM reports.
   SampledToken sample(std::span<float> logits, std::span<const int32_t> banned = {});
+  // sample() with the constraint's mask already filled: allowed [ceil(V / 32)] and the bans
+  // fill_constraint_mask kept (a mask filled beside the engine thread; BatchSampler's late rows).
+  SampledToken sample_allowed(std::span<float> logits, std::span<const uint32_t> allowed,
+                              std::span<const int32_t> kept_bans);
 
   // --- the device way ---
   // True when only sample() can serve this token: logprobs of raw logits that adjustments change
@@ -84,7 +88,7 @@ class Sampler {
   std::optional<int32_t> choose_truncated(RowView& view, double u);
   SampledToken with_logprobs(const RowView& view, int32_t chosen, double log_normalizer) const;
   bool greedy() const;
-  std::span<const int32_t> apply_constraint(std::span<float> logits, std::span<const int32_t> banned);
+  SampledToken sample_unconstrained(std::span<float> logits, std::span<const int32_t> banned);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

@@ -102,6 +102,48 @@ TEST(BatchSampler, ChoosesWhatTheWholeRowChooses) {
   }
 }
 
+// A mask that overruns the budget leaves its job out of the step (the others get their tokens) and,
+// once done, chooses what sampling the whole row with that constraint chooses.
+TEST(BatchSampler, ALateMaskLeavesItsRowForLaterAndTheOthersGoOn) {
+  const int V = 300;
+  std::vector<int32_t> allowed;
+  for (int32_t id = 3; id < V; id += 11) allowed.push_back(id);
+  auto gated = std::make_shared<test::GatedConstraint>(allowed);
+  SamplingParams free = params(0.8f), late_params = params(0.9f, 40, 0.95f);
+  SamplingParams on_time = params(0.0f);
+  on_time.constraint = std::make_shared<test::FixedConstraint>(allowed);
+  late_params.constraint = gated;
+  SamplingParams reference_params = late_params;
+  reference_params.constraint = std::make_shared<test::FixedConstraint>(allowed);
+  const std::vector<int32_t> prompt = {1, 2};
+  Sampler free_sampler(free, prompt, 7), on_time_sampler(on_time, prompt, 7), late_sampler(late_params, prompt, 7);
+  Sampler free_reference(free, prompt, 7), on_time_reference(on_time, prompt, 7), late_reference(reference_params, prompt, 7);
+
+  Rows logits(3, V);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (float& x : logits.data) x = normal(rng);
+  std::vector<std::vector<float>> rows;
+  for (int r = 0; r < 3; ++r) rows.emplace_back(logits.row(r).begin(), logits.row(r).end());
+
+  auto backend = make_cpu_backend();
+  BatchSampler batch(*backend, std::chrono::milliseconds(250));  // the on-time mask is surely done by then
+  const std::vector<SamplingJob> jobs = {{&free_sampler, 0, {}}, {&late_sampler, 1, {}}, {&on_time_sampler, 2, {}}};
+  std::vector<LateChoice> late;
+  const std::vector<SampledToken> got = batch.sample(logits.t, jobs, &late);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].job, 1u);
+  EXPECT_EQ(got[0].id, free_reference.sample(rows[0]).id);
+  EXPECT_EQ(got[2].id, on_time_reference.sample(rows[2]).id);
+  EXPECT_FALSE(batch.ready(late[0]));
+  gated->open();
+  const SampledToken chosen = batch.finish(late[0], late_sampler);
+  const SampledToken want = late_reference.sample(rows[1]);
+  EXPECT_EQ(chosen.id, want.id);
+  EXPECT_NEAR(chosen.logprob, want.logprob, 1e-5);
+  EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), chosen.id) != allowed.end());
+}
+
 TEST(BatchSampler, PlainTemperatureFollowsTheSoftmaxThroughTheTail) {
   // One dominant token and a long flat tail: most draws land outside the 256 candidates, where the
   // whole row decides.

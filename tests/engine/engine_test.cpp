@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "engine/engine_factory.h"
 #include "support/event_collector.h"
+#include "support/fixed_constraint.h"
 #include "support/model_fixture.h"
 
 namespace dcu {
@@ -82,6 +83,40 @@ TEST(Engine, PreemptionUnderMemoryPressureKeepsOutputsExact) {
     EXPECT_EQ(out[i]->ids, expected[i]->greedy) << expected[i]->key;
   }
   EXPECT_GT(engine->stats().preemptions, 0u);
+}
+
+// A structured-output mask that overruns its budget holds back only its own sequence: the others
+// decode to the end meanwhile, and it finishes, within its constraint, once the mask is done.
+TEST(Engine, ALateMaskDelaysOnlyItsOwnSequence) {
+  EngineOptions o;
+  o.model_dir = kModel;
+  o.device = "cpu";
+  o.max_model_len = 256;
+  o.max_num_seqs = 4;
+  o.mask_budget_ms = 100;
+  auto engine = create_engine(o);
+  const auto cases = testing::reference_cases(kModel, 200);
+  const std::vector<int32_t> allowed = {5, 7, 9};
+  auto gated = std::make_shared<test::GatedConstraint>(allowed);
+  GenerationRequest slow = greedy_request(cases[0]);
+  slow.sampling.max_tokens = 3;
+  slow.sampling.constraint = gated;
+  testing::EventCollector slow_events, free_events;
+  submit_ok(*engine, std::move(slow), slow_events);
+  submit_ok(*engine, greedy_request(cases[1]), free_events);
+  free_events.wait();
+  EXPECT_EQ(free_events.ids, cases[1].greedy);
+  {
+    std::lock_guard lock(slow_events.mutex);
+    EXPECT_FALSE(slow_events.finished.has_value());
+    EXPECT_TRUE(slow_events.ids.empty());
+  }
+  gated->open();
+  slow_events.wait();
+  EXPECT_EQ(slow_events.finished, FinishReason::Length);
+  ASSERT_EQ(slow_events.ids.size(), 3u);
+  for (int32_t id : slow_events.ids) EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), id) != allowed.end()) << id;
+  EXPECT_EQ(gated->accepted, slow_events.ids);
 }
 
 TEST(Engine, PromptLogprobsEqualTheReferenceLogSoftmax) {

@@ -46,6 +46,28 @@ TEST(Scheduler, ChunksLongPromptsUnderTheTokenBudget) {
   EXPECT_EQ(a->blocks.size(), 10u);  // pages for the 150 computed tokens
 }
 
+TEST(Scheduler, SkipsSequencesWhoseNextTokenWaitsForItsMask) {
+  IdPool blocks(1000), slots(8);
+  Scheduler s({8, 32, 16, 256}, blocks, slots);
+  auto a = make_seq(1, 10), b = make_seq(2, 10), c = make_seq(3, 10);
+  s.add(a.get());
+  s.add(b.get());
+  apply(s.schedule());  // both prompts
+  a->tokens.pop_back();  // a's token is not chosen yet: its mask is late
+  a->late_choice = LateChoice{};
+  s.add(c.get());
+  c->late_choice = LateChoice{};  // waiting, and late: not admitted either
+  auto work = s.schedule();
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work[0].seq, b.get());
+  a->late_choice.reset(), c->late_choice.reset();
+  a->tokens.push_back(2);
+  work = s.schedule();
+  ASSERT_EQ(work.size(), 3u);
+  EXPECT_EQ(work[0].seq, a.get());
+  EXPECT_EQ(work[2].seq, c.get());
+}
+
 TEST(Scheduler, DecodesFirstThenFillsTheBudgetWithWaitingPrompts) {
   IdPool blocks(1000), slots(8);
   Scheduler s({8, 32, 16, 256}, blocks, slots);

@@ -2,6 +2,8 @@
 // A structured-output constraint for sampling tests: allows a fixed set of tokens at every step and
 // records the tokens it is told were chosen.
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 #include "sampling/token_constraint.h"
@@ -22,6 +24,28 @@ class FixedConstraint : public TokenConstraint {
 
  private:
   std::vector<int32_t> allowed_;
+};
+
+// A FixedConstraint whose masks wait until open() (a mask that overruns any budget, for as long as
+// a test wants).
+class GatedConstraint : public FixedConstraint {
+ public:
+  using FixedConstraint::FixedConstraint;
+  void fill_mask(std::span<uint32_t> mask) override {
+    std::unique_lock lock(mutex_);
+    opened_.wait(lock, [&] { return open_; });
+    FixedConstraint::fill_mask(mask);
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    opened_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
 };
 
 }  // namespace dcu::test
