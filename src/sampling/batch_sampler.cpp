@@ -79,8 +79,9 @@ std::vector<SampledToken> BatchSampler::sample(const Tensor& logits, std::span<c
   }
   if (summarised.empty()) return tokens;
 
-  // The masks of the constrained rows, filled on the workers while the backend runs the step. With
-  // `late`, a mask not done mask_budget after the step's logits are ready leaves its row for later.
+  // The masks of the constrained rows, filled on the workers while the backend runs the step (each
+  // constraint is its own sequence's; the grammar caches they share lock). With `late`, a mask not
+  // done mask_budget after the step's logits are ready leaves its row for later.
   std::vector<size_t> masked;  // the summarised jobs a constraint masks
   std::vector<std::shared_ptr<PendingMask>> masks;
   const int64_t W = (V + 31) / 32;
