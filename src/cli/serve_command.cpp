@@ -118,7 +118,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--structured-outputs-mask-budget-ms", a->engine.mask_budget_ms,
                   "How long a step waits for a structured-output mask once its logits are ready; a sequence "
                   "whose mask takes longer sits out until it is done (not with --speculative-config)")
-      ->capture_default_str()->check(CLI::Range(0.0, 60000.0));
+      ->capture_default_str()->check(CLI::Range(0.1, 60000.0));
   cmd->add_option("--quantization,-q", a->engine.quantization, kQuantizationHelp)
       ->check(CLI::IsMember(kQuantizationChoices))
       ->capture_default_str();

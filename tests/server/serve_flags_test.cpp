@@ -123,6 +123,15 @@ TEST(ServeFlags, SpeculativeConfigAsVllmTakesIt) {
   EXPECT_THROW(parse({"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 12})"}), CLI::ParseError);
 }
 
+TEST(ServeFlags, MaskBudgetReachesTheEngineWithinItsRange) {
+  ASSERT_TRUE(parse({"--structured-outputs-mask-budget-ms", "2.5"}));
+  EXPECT_EQ(g_options->mask_budget_ms, 2.5);
+  ASSERT_TRUE(parse({}));
+  EXPECT_EQ(g_options->mask_budget_ms, 5.0);
+  EXPECT_THROW(parse({"--structured-outputs-mask-budget-ms", "0"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--structured-outputs-mask-budget-ms", "fast"}), CLI::ParseError);
+}
+
 TEST(ServeFlags, UnknownAndBadFlagsAreErrors) {
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--no-such-flag"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model=models/dcuserve-demo", "--port", "70000"}), CLI::ParseError);
