@@ -1,5 +1,7 @@
 #include "engine/drafter.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace dcu {
@@ -10,8 +12,8 @@ void Drafter::propose(std::span<const DraftRequest> requests) {
   source_rows_.clear();
   for (const DraftRequest& r : requests) {
     Sequence& s = *r.seq;
-    const int rows = s.computed - r.first_position;
-    DCU_CHECK(rows >= 1 && s.computed < int(s.tokens.size()));
+    const int rows = std::min(s.computed, int(s.tokens.size()) - 1) - r.first_position;
+    DCU_CHECK(rows >= 1 && (r.num_drafts == 0 || s.computed < int(s.tokens.size())));
     // Row i: the token after position first_position + i, with that position's hidden state.
     steps_.push_back({std::span<const int32_t>(s.tokens).subspan(size_t(r.first_position) + 1, size_t(rows)),
                       r.first_position, s.blocks});

@@ -25,9 +25,10 @@ class Drafter {
  public:
   Drafter(ModelInstance& model, BatchSampler& sampler) : model_(model), sampler_(sampler) {}
 
-  // Positions first_position .. seq->computed - 1 of each request (seq->computed < seq->tokens.size():
-  // the token after each is known) go through the block; seq->drafts receives num_drafts tokens. The
-  // pages of seq->blocks must cover seq->computed + num_drafts - 1 tokens. Throws what the model throws.
+  // Positions first_position .. seq->computed - 1 of each request whose next token is known (all of
+  // them when drafting: seq->computed < seq->tokens.size(); at least one) go through the block;
+  // seq->drafts receives num_drafts tokens. The pages of seq->blocks must cover seq->computed +
+  // num_drafts - 1 tokens. Throws what the model throws.
   void propose(std::span<const DraftRequest> requests);
 
  private:

@@ -220,7 +220,10 @@ bool LlmEngine::run_step() {
   for (const Verification& v : verifications) generated += int(v.event.tokens.size());
   stats_log_.count_step(prompt_rows, generated);
   for (Verification& v : verifications) {
-    if (v.seq->late_choice) continue;  // its event comes with the token (finish_late_choices)
+    if (v.seq->late_choice) {  // drafts it accepted before its late mask go now, the late token later
+      if (!v.event.tokens.empty()) emit(*v.seq, std::move(v.event), std::nullopt);
+      continue;
+    }
     if (v.seq->params.max_tokens == 0) v.finished = FinishReason::Length;  // prompt logprobs only
     emit(*v.seq, std::move(v.event), v.finished);
   }
@@ -275,9 +278,10 @@ void LlmEngine::sample_tokens(const Tensor& logits, std::span<Verification> veri
       owners.push_back(&v);
     }
     if (jobs.empty()) break;
-    // Without drafts a sequence whose mask overruns the budget waits alone (finish_late_choices).
+    // A sequence whose mask overruns the budget stops at this round and waits alone for its token
+    // (finish_late_choices); the drafts it accepted in earlier rounds stand.
     std::vector<LateChoice> late;
-    std::vector<SampledToken> tokens = batch_sampler_.sample(logits, jobs, drafter_ ? nullptr : &late);
+    std::vector<SampledToken> tokens = batch_sampler_.sample(logits, jobs, &late);
     for (LateChoice& choice : late) {
       owners[choice.job]->sampling = false;
       owners[choice.job]->seq->late_choice = std::move(choice);
@@ -317,6 +321,8 @@ void LlmEngine::count_verification(const Verification& v) {
 
 // Every sequence of the step that goes on feeds its new rows to the MTP block; those that sampled draft
 // up to k tokens, as many as max_tokens, the context length and free KV pages (no preemption) allow.
+// A sequence whose token waits for a late mask feeds the rows before its last (the block's row at that
+// last position is never written: its drafts later may be accepted less often, its output is the same).
 void LlmEngine::draft_next(std::span<const ScheduledWork> work, std::span<const Verification> verifications,
                            std::span<const int> first_rows, std::span<const int> first_positions) {
   std::vector<DraftRequest> requests;
@@ -325,8 +331,9 @@ void LlmEngine::draft_next(std::span<const ScheduledWork> work, std::span<const 
     Sequence& s = *work[i].seq;
     const Verification* v = next < verifications.size() && verifications[next].seq == &s ? &verifications[next++] : nullptr;
     if (v && (v->finished || s.params.max_tokens == 0)) continue;  // ends this step
+    if (s.late_choice && s.computed - first_positions[i] == 1) continue;  // no row whose next token is known
     int drafts = 0;
-    if (v) {
+    if (v && !s.late_choice) {
       drafts = std::min({options_.num_speculative_tokens, s.params.max_tokens - s.generated() - 1,
                          options_.max_model_len - int(s.tokens.size())});
       std::lock_guard lock(mutex_);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "engine/engine_factory.h"
 #include "engine/speculative_config.h"
 #include "support/event_collector.h"
+#include "support/fixed_constraint.h"
 #include "support/model_fixture.h"
 
 namespace dcu {
@@ -217,6 +219,58 @@ TEST(SpeculativeEngine, PreemptedSpeculatingSequencesAreLossless) {
   }
   EXPECT_GT(preemptions, 0u) << "the cache should be too small for the load";
   EXPECT_EQ(outputs[1], outputs[0]);
+}
+
+size_t token_count(testing::EventCollector& c) {
+  std::lock_guard lock(c.mutex);
+  return c.ids.size();
+}
+
+// Structured output with a mask budget: chat i's constraint allows every token (so the greedy answer is
+// the reference) but holds its masks after the first 2 + i until opened, so the late mask falls on
+// different verify rounds. Once the held chat has sent its free tokens (drafts accepted before the late
+// row included), a free request decodes to its reference while it sends nothing more; once opened its
+// answer is the reference too. One held chat at a time: a held mask keeps its mask worker.
+TEST(SpeculativeEngine, ALateMaskStopsOnlyItsOwnSequenceAndKeepsTheAnswerExact) {
+  const auto cases = testing::reference_cases(kDemo);
+  EngineOptions o;
+  o.model_dir = kDemo;
+  o.device = test_device();
+  o.max_model_len = 512;
+  o.num_speculative_tokens = 2;
+  o.mask_budget_ms = 1;
+  auto engine = create_engine(o);
+  std::vector<int32_t> every_token(size_t(engine->vocab_size()));
+  std::iota(every_token.begin(), every_token.end(), 0);
+  const auto& free_case = cases.back();
+  for (size_t i = 0; i + 1 < cases.size(); ++i) {
+    const size_t free_masks = 2 + i;
+    auto gate = std::make_shared<test::GatedConstraint>(every_token, int(free_masks));
+    GenerationRequest r = greedy(cases[i].ids, int(cases[i].greedy.size()));
+    r.sampling.ignore_eos = true;
+    r.sampling.constraint = gate;
+    Submitted held = submit(*engine, std::move(r));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (token_count(*held.out) < free_masks && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+    GenerationRequest free_request = greedy(free_case.ids, int(free_case.greedy.size()));
+    free_request.sampling.ignore_eos = true;
+    Submitted free_run = submit(*engine, std::move(free_request));
+    free_run.out->wait();
+    EXPECT_EQ(free_run.out->ids, free_case.greedy);
+    {
+      std::lock_guard lock(held.out->mutex);
+      EXPECT_FALSE(held.out->finished.has_value()) << cases[i].key;
+      EXPECT_EQ(held.out->ids, std::vector<int32_t>(cases[i].greedy.begin(), cases[i].greedy.begin() + long(free_masks)))
+          << cases[i].key;
+    }
+    gate->open();
+    held.out->wait();
+    EXPECT_EQ(held.out->ids, cases[i].greedy) << cases[i].key;
+    EXPECT_EQ(gate->accepted, cases[i].greedy) << cases[i].key;
+  }
+  EXPECT_GT(engine->stats().spec_accepted_tokens, 0u);
 }
 
 GenerationRequest sampled(const std::vector<int32_t>& prompt, uint64_t seed) {

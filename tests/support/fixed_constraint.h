@@ -26,14 +26,15 @@ class FixedConstraint : public TokenConstraint {
   std::vector<int32_t> allowed_;
 };
 
-// A FixedConstraint whose masks wait until open() (a mask that overruns any budget, for as long as
-// a test wants).
+// A FixedConstraint whose masks after the first `free_masks` wait until open() (a mask that overruns
+// any budget, for as long as a test wants).
 class GatedConstraint : public FixedConstraint {
  public:
-  using FixedConstraint::FixedConstraint;
+  explicit GatedConstraint(std::vector<int32_t> allowed, int free_masks = 0)
+      : FixedConstraint(std::move(allowed)), free_masks_(free_masks) {}
   void fill_mask(std::span<uint32_t> mask) override {
     std::unique_lock lock(mutex_);
-    opened_.wait(lock, [&] { return open_; });
+    if (masks_++ >= free_masks_) opened_.wait(lock, [&] { return open_; });
     FixedConstraint::fill_mask(mask);
   }
   void open() {
@@ -43,6 +44,8 @@ class GatedConstraint : public FixedConstraint {
   }
 
  private:
+  const int free_masks_;
+  int masks_ = 0;
   std::mutex mutex_;
   std::condition_variable opened_;
   bool open_ = false;
