@@ -33,10 +33,17 @@ class CompiledGrammar {
     bool nullable = false;   // derives the empty string
   };
 
-  int32_t next(int32_t state, uint8_t byte) const {
+  // A state's byte transitions, looked up once for walks that step from it many times.
+  struct Transitions {
+    const int32_t* next = nullptr;        // per byte class of the state's rule; -1: none
+    const uint8_t* byte_class = nullptr;  // per byte
+    int32_t operator()(uint8_t byte) const { return next[byte_class[byte]]; }
+  };
+  Transitions transitions(int32_t state) const {
     const State& s = states_[size_t(state)];
-    return next_[size_t(s.row) + rules_[size_t(s.rule)].byte_class[byte]];
+    return {next_.data() + s.row, rules_[size_t(s.rule)].byte_class.data()};
   }
+  int32_t next(int32_t state, uint8_t byte) const { return transitions(state)(byte); }
   const State& state(int32_t id) const { return states_[size_t(id)]; }
   std::span<const RefEdge> refs(int32_t state) const {
     const State& s = states_[size_t(state)];

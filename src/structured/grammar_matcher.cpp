@@ -61,7 +61,7 @@ void GrammarMatcher::walk_children(size_t node, std::span<uint32_t> mask) {
     if (!parser_.scan(vocab.byte(child))) continue;
     mark(child, mask);
     if (auto item = parser_.single_pure()) {
-      std::vector<int32_t> stack;  // own stack: exits recurse into walk_children
+      std::vector<CompiledGrammar::Transitions> stack;  // own stack: exits recurse into walk_children
       walk_pure(
           g, vocab, child, item->state, stack, [&](size_t n) { mark(n, mask); },
           [&](size_t n, int32_t state) {

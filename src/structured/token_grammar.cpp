@@ -16,7 +16,7 @@ std::shared_ptr<PureWalk> TokenGrammar::compute(int32_t state) const {
   const TokenVocabulary& vocab = *vocabulary_;
   std::vector<uint32_t> bits(size_t(mask_words(vocab.size())), 0);
   auto walk = std::make_shared<PureWalk>();
-  std::vector<int32_t> stack;
+  std::vector<CompiledGrammar::Transitions> stack;
   walk_pure(
       *grammar_, vocab, 0, state, stack,
       [&](size_t node) {

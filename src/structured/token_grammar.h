@@ -43,24 +43,25 @@ class TokenGrammar {
 
 // Walks the trie below `node` from pure `state` through byte transitions only, calling
 // on_token(node) for each node reached (its tokens match) and on_exit(node, state) where a
-// transition reaches a state that is not pure (its subtree is not walked).
+// transition reaches a state that is not pure (its subtree is not walked). `stack` holds the
+// transitions of the state at each depth below `node` (the walk's hot path: two loads a node).
 template <typename OnToken, typename OnExit>
 void walk_pure(const CompiledGrammar& g, const TokenVocabulary& vocab, size_t node, int32_t state,
-               std::vector<int32_t>& stack, OnToken&& on_token, OnExit&& on_exit) {
+               std::vector<CompiledGrammar::Transitions>& stack, OnToken&& on_token, OnExit&& on_exit) {
   const int base = vocab.depth(node);
   if (stack.size() < size_t(vocab.max_depth() + 1)) stack.resize(size_t(vocab.max_depth() + 1));
-  stack[0] = state;
+  stack[0] = g.transitions(state);
   const size_t end = vocab.subtree_end(node);
   for (size_t j = node + 1; j < end;) {
     const int d = vocab.depth(j) - base;
-    const int32_t next = g.next(stack[size_t(d - 1)], vocab.byte(j));
+    const int32_t next = stack[size_t(d - 1)](vocab.byte(j));
     if (next < 0) {
       j = vocab.subtree_end(j);
       continue;
     }
     on_token(j);
     if (g.state(next).pure) {
-      stack[size_t(d)] = next;
+      if (vocab.subtree_end(j) > j + 1) stack[size_t(d)] = g.transitions(next);  // it has children
       ++j;
       continue;
     }
