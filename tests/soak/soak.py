@@ -57,7 +57,8 @@ class Context:
 
 def run_load(ctx, seconds, seed, workers):
     deadline = time.monotonic() + seconds
-    threads = [threading.Thread(target=workload.worker, args=(ctx, seed * 100 + i, deadline), daemon=True)
+    threads = [threading.Thread(target=workload.worker, args=(ctx, seed * 100 + i, deadline, i, workers),
+                                daemon=True)
                for i in range(workers)]
     threads.append(threading.Thread(target=workload.preemption_bursts, args=(ctx, seed * 100 + 99, deadline),
                                     daemon=True))

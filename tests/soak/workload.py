@@ -296,10 +296,16 @@ def run_one(ctx, rng, kind):
         ctx.stats.fail(kind, f'{type(e).__name__}: {e}')
 
 
-def worker(ctx, seed, deadline):
+def worker(ctx, seed, deadline, index=0, workers=1):
+    """Worker `index` of `workers` first runs its share of every kind once (so a short or slow run still
+    covers the rare ones), then kinds drawn by their weights."""
     rng = random.Random(seed)
     names = sorted(KINDS)
     weights = [KINDS[n][1] for n in names]
+    for kind in names[index::workers]:
+        if time.monotonic() >= deadline or ctx.stop.is_set():
+            return
+        run_one(ctx, rng, kind)
     while time.monotonic() < deadline and not ctx.stop.is_set():
         run_one(ctx, rng, rng.choices(names, weights)[0])
 
