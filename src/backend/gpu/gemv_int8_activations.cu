@@ -179,9 +179,9 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_int8_kernel(const GemvActiv
     int zero[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      chunk_codes(rows.w[c], k, q[c]);
-      scale[c] = rows.scales[c][g];
-      zero[c] = kInt4 ? (rows.zeros[c] ? int(rows.zeros[c][g]) : 8) : 0;
+      chunk_codes(rows.weights(c), k, q[c]);
+      scale[c] = rows.scale(c, g);
+      zero[c] = kInt4 ? rows.zero(c, g) : 0;
     }
 #pragma unroll
     for (int t = 0; t < TR; ++t) {

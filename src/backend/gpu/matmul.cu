@@ -173,8 +173,8 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
         float scale[C];
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          code_pairs(rows.w[c] + k / E, rows.zeros[c] ? float(rows.zeros[c][g]) : 8.0f, q[c]);
-          scale[c] = rows.scales[c][g];
+          code_pairs(rows.weights(c) + k / E, float(rows.zero(c, g)), q[c]);
+          scale[c] = rows.scale(c, g);
         }
 #pragma unroll
         for (int t = 0; t < TR; ++t) {
@@ -197,7 +197,7 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
       if constexpr (std::is_same_v<W, F16>) {
         uint4 wb[C];
 #pragma unroll
-        for (int c = 0; c < C; ++c) wb[c] = load16(rows.w[c] + k);
+        for (int c = 0; c < C; ++c) wb[c] = load16(rows.weights(c) + k);
 #pragma unroll
         for (int t = 0; t < TR; ++t) {
           if (t < T) {
@@ -223,12 +223,12 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
         const int64_t g = k / parts.group;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          load8(rows.w[c] + k / E, rows.zeros[c] ? float(rows.zeros[c][g]) : 8.0f, wv[c]);
-          scale[c] = rows.scales[c][g];
+          load8(rows.weights(c) + k / E, float(rows.zero(c, g)), wv[c]);
+          scale[c] = rows.scale(c, g);
         }
       } else {
 #pragma unroll
-        for (int c = 0; c < C; ++c) load8(rows.w[c] + k, wv[c]);
+        for (int c = 0; c < C; ++c) load8(rows.weights(c) + k, wv[c]);
       }
 #pragma unroll
       for (int t = 0; t < TR; ++t) {
@@ -249,7 +249,7 @@ __global__ void DCU_GEMV_BOUNDS(TR, W) gemv_kernel(const float* __restrict__ x, 
     for (int64_t k = threadIdx.x; k < K; k += kGemvThreads) {
       float wk[C];
 #pragma unroll
-      for (int c = 0; c < C; ++c) wk[c] = to_f32(rows.w[c][k]);
+      for (int c = 0; c < C; ++c) wk[c] = to_f32(rows.weights(c)[k]);
       const float nw = Norm ? 1.0f + load_norm(f.norm_w, f.norm_type, k) : 1.0f;
 #pragma unroll
       for (int t = 0; t < TR; ++t)
