@@ -158,18 +158,20 @@ __device__ __forceinline__ float quantize_chunk(const float* x, const GemvFusion
   return a / 127.0f;
 }
 
-// grid (sum of ceil(N_p / C); ceil(N / (C / 2)) for swiglu), block kGemvThreads; TR >= T token rows, K a
-// multiple of 32 (every quantized weight's). FromFloat: the block quantizes x itself (a.x; the folded
-// norm too when Norm), else it reads the quantize kernel's codes.
 // CUDA, rows quantized in the block (FromFloat): at most 128 registers, 4 blocks of 128 threads per SM.
 // Left to the compiler they took 118-150 (3 blocks); bounded, a few bytes spill on the int4 kernels with
 // the folded norm and the H100 decoded 27B int8 at batch 1 3 % faster, batch 2 6 %, int4 7 %
-// (docs/PERFORMANCE.md, 2026-12-06 04:25). HIP's second bound means waves per SIMD: not set.
+// (docs/PERFORMANCE.md, "One NVIDIA H100, 2026-12-06 (03:58-04:38 UTC)"). HIP's second bound means
+// waves per SIMD: not set.
 #if defined(DCUSERVE_CUDA)
 #define DCU_INT8_GEMV_BOUNDS(FromFloat) __launch_bounds__(kGemvThreads, (FromFloat) ? 4 : 0)
 #else
 #define DCU_INT8_GEMV_BOUNDS(FromFloat) __launch_bounds__(kGemvThreads)
 #endif
+
+// grid (sum of ceil(N_p / C); ceil(N / (C / 2)) for swiglu), block kGemvThreads; TR >= T token rows, K a
+// multiple of 32 (every quantized weight's). FromFloat: the block quantizes x itself (a.x; the folded
+// norm too when Norm), else it reads the quantize kernel's codes.
 template <int Lanes, int TR, int C, typename W, bool FromFloat, bool Norm>
 __global__ void DCU_INT8_GEMV_BOUNDS(FromFloat) gemv_int8_kernel(const GemvActivations in, const GemvParts<W> parts,
                                                                 int T, int64_t K) {
