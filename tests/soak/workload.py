@@ -296,7 +296,7 @@ def run_one(ctx, rng, kind):
         ctx.stats.fail(kind, f'{type(e).__name__}: {e}')
 
 
-def worker(ctx, seed, deadline, index=0, workers=1):
+def worker(ctx, seed, deadline, index, workers):
     """Worker `index` of `workers` first runs its share of every kind once (so a short or slow run still
     covers the rare ones), then kinds drawn by their weights."""
     rng = random.Random(seed)
