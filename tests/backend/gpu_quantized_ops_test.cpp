@@ -156,10 +156,11 @@ TEST_P(GpuQuantizedOps, GateUpSwiglu) {
   }
 }
 
-// The decode-step fusions with quantized weights: the norm read into the GEMV, and accumulation.
+// The decode-step fusions with quantized weights: the norm read into the GEMV (with int8 activations,
+// into the quantize kernel before it from 2 rows, and for int4 weights at one row too), and accumulation.
 TEST_P(GpuQuantizedOps, NormsFoldedIntoMatmuls) {
   const std::vector<Case> cases = {{1, 5120, 6144, WeightFormat::Int8, 5120}, {2, 4096, 3000, WeightFormat::Int4, 128, true},
-                                   {1, 256, 1024, WeightFormat::Int4, 32}};
+                                   {1, 256, 1024, WeightFormat::Int4, 32},    {2, 5120, 2000, WeightFormat::Int8, 128}};
   for (const char* mode : {"float32", "bfloat16"}) {
     auto be = backend(mode);
     for (const Case& c : cases) {

@@ -6,12 +6,14 @@
 //    hi + lo (the tensor-core kernel's operands, so no split kernel runs after it).
 //  - gemv_int8_kernel, the decode rows (T <= kGemvMaxTokens): a block owns C output columns and its
 //    threads split K in 16-k chunks (chunk i, i + kGemvThreads, ...), so every weight row is streamed
-//    once for all rows. Up to 2 rows the block quantizes the f32 activations it reads in registers
-//    (two lanes share a 32-k block; the norm folds in as in matmul.cu's GEMV), so a decode step has no
-//    kernel between a GEMV and the next; from 3 rows the quantize kernel runs first. Per chunk, column
-//    and row, 16 weight codes meet 16 activation codes in four dp4a / v_dot4_i32_i8, an exact int32 sum that the weight group's scale times the activation
-//    block's scale turns into f32: one instruction per four weights and row instead of widening every
-//    code to a float (docs/PERFORMANCE.md: the f32-activation GEMV of int8 weights spends ~3.5
+//    once for all rows. For int8 weights at one row the block quantizes the f32 activations it reads
+//    in registers (two lanes share a 32-k block; the norm folds in as in matmul.cu's GEMV), so a
+//    decode step of one sequence has no kernel between a GEMV and the next; otherwise the quantize
+//    kernel runs first.
+//    Per chunk, column and row, 16 weight codes meet 16 activation codes in four dp4a /
+//    v_dot4_i32_i8, an exact int32 sum that the weight group's scale times the activation block's
+//    scale turns into f32: one instruction per four weights and row instead of widening every code
+//    to a float (docs/PERFORMANCE.md: the f32-activation GEMV of int8 weights spends ~3.5
 //    instructions a byte on the H200 and int4 ~7). Int4 codes are 0..15 with a zero point z:
 //    sum (q - z) x = sum q x - z sum x; the canonical nibble layout (linear.h) holds k {0, 4, 1, 5}
 //    of each 8 in the low nibbles of a word's bytes and {2, 6, 3, 7} in the high ones, so the
@@ -25,16 +27,14 @@ namespace {
 
 constexpr int kBlock = 32;               // activation codes per scale (kActivationBlock)
 constexpr int kQuantizeThreads = 256;
-// k per block of the quantize kernel: for codes 8 blocks of 32 per warp (a block with a norm sums its
-// row's squares first, so fewer blocks repeat that); for the rounded values one per warp (those
-// launches are short and latency-bound: the most blocks). With that and the split fused in, 27B int8
-// decodes 8 rows as fast with int8 activations as with f32 (H200: 446 vs 444 tok/s; the separate
-// rounding kernel before the split had cost 5 %, H100: 395 vs 418).
-template <typename Out> constexpr int kQuantizeSpan = std::is_same_v<Out, int8_t> ? 2048 : kQuantizeThreads;
-
-// grid (ceil(K / kQuantizeSpan<Out>), T), block kQuantizeThreads (warps of 32 lanes, one 32-k block at a time,
-// a lane per k). x [T, K]; norm_w [K] or null. Out int8_t: out = codes [T, K], scales [T, K / 32];
-// float: out = the rounded values [T, K]; Bf16 / F16: those values as out + lo [T, K] (lo null: out only).
+// grid (ceil(K / kQuantizeThreads), T), block kQuantizeThreads: one 32-k block per warp (warps of 32
+// lanes, a lane per k). These launches are short and latency-bound, so the most blocks win, even where
+// every block with a norm sums its row's squares again: for the codes, against 8 blocks of 32 per
+// warp, H100 27B int8 batch 2 145.8 -> 157.0 tok/s, the 3-row MTP verify step 1.29x -> 1.22x a 1-row
+// step (docs/PERFORMANCE.md); for the rounded values (with the split fused in), 27B int8 decodes 8 rows
+// as fast with int8 activations as with f32 (H200: 446 vs 444 tok/s).
+// x [T, K]; norm_w [K] or null. Out int8_t: out = codes [T, K], scales [T, K / 32]; float: out = the
+// rounded values [T, K]; Bf16 / F16: those values as out + lo [T, K] (lo null: out only).
 template <typename Out>
 __global__ void __launch_bounds__(kQuantizeThreads)
     quantize_activations_kernel(const float* __restrict__ x, int64_t K, const void* norm_w, DType norm_type,
@@ -48,30 +48,26 @@ __global__ void __launch_bounds__(kQuantizeThreads)
     for (int64_t k = threadIdx.x; k < K; k += kQuantizeThreads) ss += xr[k] * xr[k];
     inv_rms = 1.0f / sqrtf(block_sum<32>(ss, scratch) / float(K) + eps);
   }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t first = int64_t(blockIdx.x) * kQuantizeSpan<Out>;
-#pragma unroll
-  for (int i = 0; i < kQuantizeSpan<Out> / kQuantizeThreads; ++i) {
-    const int64_t k = first + (int64_t(i) * (kQuantizeThreads / 32) + warp) * kBlock + lane;
-    if (k - lane >= K) break;  // whole blocks: K is a multiple of 32
-    float v = xr[k];
-    if (norm_w) {  // as the CPU's rms_norm: x * inv_rms * (1 + w)
-      v = v * inv_rms * (load_norm(norm_w, norm_type, k) + 1.0f);
-    }
-    const float a = physical_reduce<32>(fabsf(v), MaxOp{});
-    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-    const float q = fminf(fmaxf(rintf(v * inv), -127.0f), 127.0f);
-    const int64_t at = int64_t(blockIdx.y) * K + k;
-    if constexpr (std::is_same_v<Out, int8_t>) {
-      out[at] = int8_t(q);
-      if (lane == 0) scales[at / kBlock] = a / 127.0f;
-    } else if constexpr (std::is_same_v<Out, float>) {
-      out[at] = q * (a / 127.0f);
-    } else {
-      const float r = q * (a / 127.0f);
-      from_f32(r, &out[at]);
-      if (lo) from_f32(r - to_f32(out[at]), &lo[at]);
-    }
+  const int lane = threadIdx.x % 32;
+  const int64_t k = int64_t(blockIdx.x) * kQuantizeThreads + threadIdx.x;
+  if (k - lane >= K) return;  // whole blocks: K is a multiple of 32
+  float v = xr[k];
+  if (norm_w) {  // as the CPU's rms_norm: x * inv_rms * (1 + w)
+    v = v * inv_rms * (load_norm(norm_w, norm_type, k) + 1.0f);
+  }
+  const float a = physical_reduce<32>(fabsf(v), MaxOp{});
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  const float q = fminf(fmaxf(rintf(v * inv), -127.0f), 127.0f);
+  const int64_t at = int64_t(blockIdx.y) * K + k;
+  if constexpr (std::is_same_v<Out, int8_t>) {
+    out[at] = int8_t(q);
+    if (lane == 0) scales[at / kBlock] = a / 127.0f;
+  } else if constexpr (std::is_same_v<Out, float>) {
+    out[at] = q * (a / 127.0f);
+  } else {
+    const float r = q * (a / 127.0f);
+    from_f32(r, &out[at]);
+    if (lo) from_f32(r - to_f32(out[at]), &lo[at]);
   }
 }
 
@@ -158,11 +154,10 @@ __device__ __forceinline__ float quantize_chunk(const float* x, const GemvFusion
   return a / 127.0f;
 }
 
-// CUDA, rows quantized in the block (FromFloat): at most 128 registers, 4 blocks of 128 threads per SM.
-// Left to the compiler they took 118-150 (3 blocks); bounded, a few bytes spill on the int4 kernels with
-// the folded norm and the H100 decoded 27B int8 at batch 1 3 % faster, batch 2 6 %, int4 7 %
-// (docs/PERFORMANCE.md, "One NVIDIA H100, 2026-12-06 (03:58-04:38 UTC)"). HIP's second bound means
-// waves per SIMD: not set.
+// CUDA, rows quantized in the block (FromFloat, int8 at one row): at most 128 registers, 4 blocks of
+// 128 threads per SM. Left to the compiler they took 118-150 (3 blocks); bounded, the H100 decoded 27B
+// int8 at batch 1 3 % faster (docs/PERFORMANCE.md, "One NVIDIA H100, 2026-12-06 (03:58-04:38 UTC)").
+// HIP's second bound means waves per SIMD: not set.
 #if defined(DCUSERVE_CUDA)
 #define DCU_INT8_GEMV_BOUNDS(FromFloat) __launch_bounds__(kGemvThreads, (FromFloat) ? 4 : 0)
 #else
@@ -236,9 +231,13 @@ template <int TR> constexpr int kColumns = TR <= 2 ? 8 : 4;
 #else
 template <int TR> constexpr int kColumns = 4;
 #endif
-// Up to this many rows each block quantizes its activations in registers (no kernel before it); from
-// 3 rows that work, repeated by every block, would cost more than the quantize kernel.
-constexpr int kQuantizeInBlockRows = 2;
+// Up to this many rows each block quantizes its activations in registers (no kernel before it). From
+// 2 rows that work, repeated by every block, costs more than the quantize kernel (H100, 27B batch 2:
+// int8 136.2 -> 147.2 tok/s, int4 142.3 -> 179.2 with the kernel); int4, whose GEMV spends twice
+// int8's instructions per byte, takes the kernel at one row too (H100 batch 1, with it: 27B int4
+// 115.2 -> 123.3, 9B int4 354 -> 374; int8 stays in the block: 9B 277 -> 263, 27B 88.9 -> 90.4 with
+// the kernel; docs/PERFORMANCE.md).
+template <typename W> constexpr int kQuantizeInBlockRows = std::is_same_v<W, Int8Code> ? 1 : 0;
 
 template <int Lanes, typename W>
 void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu, const GemvFusion& fusion,
@@ -249,7 +248,7 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
     GemvParts<W> parts;
     const unsigned grid = gemv_parts(group, count, swiglu, fusion, C, parts);
     auto launch = [&](auto kernel) { launch_overlapping(l, kernel, grid, kGemvThreads, 0, in, parts, int(a.T), a.K); };
-    if constexpr (TR <= kQuantizeInBlockRows) {
+    if constexpr (TR <= kQuantizeInBlockRows<W>) {
       if (fusion.norm_w) return launch(gemv_int8_kernel<Lanes, TR, C, W, true, true>);
       return launch(gemv_int8_kernel<Lanes, TR, C, W, true, false>);
     } else {
@@ -267,7 +266,7 @@ void launch_gemv(const Launch& l, const MatmulArgs* group, int count, bool swigl
 template <typename Out>
 void quantize(const Launch& l, const float* x, int64_t T, int64_t K, const GemvFusion& fusion, Out* out,
               Out* lo, float* scales) {
-  const dim3 grid(blocks_for(K, kQuantizeSpan<Out>), unsigned(T));
+  const dim3 grid(blocks_for(K, kQuantizeThreads), unsigned(T));
   launch_overlapping(l, quantize_activations_kernel<Out>, grid, kQuantizeThreads, 0, x, K, fusion.norm_w,
                      fusion.norm_type, fusion.eps, out, lo, scales);
   GPU_CHECK_LAUNCH();
@@ -282,7 +281,9 @@ void launch_int8_activation_gemv(const Launch& l, const MatmulArgs* group, int c
     fail_call("launch_int8_activation_gemv", __FILE__, __LINE__, "needs quantized weights, K % 32 == 0, T <= 16");
   GemvActivations in;
   GemvFusion rest = fusion;
-  if (a.T <= kQuantizeInBlockRows) {
+  const int in_block_rows =
+      a.format == WeightFormat::Int8 ? kQuantizeInBlockRows<Int8Code> : kQuantizeInBlockRows<Int4Pair>;
+  if (a.T <= in_block_rows) {
     if (!aligned16(a.x) || (fusion.norm_w && !aligned16(fusion.norm_w)))
       fail_call("launch_int8_activation_gemv", __FILE__, __LINE__, "x and the norm weight need 16-byte alignment");
     in.x = a.x;

@@ -18,15 +18,18 @@
 // comes from ldmatrix.trans of the [position][d] tile, four 8 x 8 blocks (two n8 tiles of d) at once.
 //
 // Q and P enter as hi + lo 16-bit parts (two multiplies each), so scores and outputs keep about 16 bits;
-// K and V are exact (a 16-bit cache, or int8 codes, converted to bf16 exactly once per block when
-// staged, with the rows' scales applied to the scores and to P). The softmax is online, per tile, in
+// in the medium matmul precision (Launch::split_activations false; Split = false) as one rounded part,
+// one multiply each, as vLLM's and llama.cpp's flash attention compute. K and V are exact (a 16-bit
+// cache, or int8 codes, converted to bf16 exactly once per block when staged, with the rows' scales
+// applied to the scores and to P). The softmax is online, per tile, in
 // base 2 (Q is scaled by log2 e); a row's max reduces over the 4 lanes of its quad. Causal: a query row
 // of position pos sees positions <= pos; tiles past a warp's last position are skipped. Rows of a
 // block that belong to different sequences are served one sequence after another, as attention.cu does.
 //
 // Shared memory, rows of 16-bit elements with their 16-byte chunks XOR-swizzled (chunk_at):
-//   q_hi, q_lo [kRows][D] | k, v [TKV][D] | int8 only: raw codes [TKV][D], k and v scales [TKV] f32.
-// d = 256: TKV = 32, 96 KiB (104 KiB int8), two blocks per SM; d = 64, 128: TKV = 64.
+//   q_hi, q_lo (Split only) [kRows][D] | k, v [TKV][D] | int8 only: raw codes [TKV][D], k and v scales
+//   [TKV] f32. d = 256: TKV = 32, 96 KiB (104 KiB int8; without q_lo 32 KiB less), two blocks per SM (the
+//   registers); d = 64, 128: TKV = 64.
 
 #include <cmath>
 
@@ -45,10 +48,14 @@ template <typename E> using MmaOf = std::conditional_t<std::is_same_v<E, F16>, F
 // Positions per K/V tile: d = 256 keeps 2 blocks per SM (shared memory) and its accumulators in registers.
 template <int D> constexpr int kTileOf = D == 256 ? 32 : 64;
 
-template <typename E, int D>
+// Query parts in shared memory: hi + lo, or the rounded one.
+template <bool Split> constexpr int kQueryParts = Split ? 2 : 1;
+
+template <typename E, int D, bool Split>
 constexpr size_t smem_bytes() {
   constexpr size_t T = kTileOf<D>;
-  return 2 * (kRows + T) * D * 2 + (std::is_same_v<E, Int8Code> ? T * D + 2 * T * sizeof(float) : 0);
+  constexpr size_t int8_extra = std::is_same_v<E, Int8Code> ? T * D + 2 * T * sizeof(float) : 0;  // codes, scales
+  return (kQueryParts<Split> * kRows + 2 * T) * D * 2 + int8_extra;
 }
 
 // Byte offset of 16-byte chunk ch (8 elements) of row r in a tile of 16-bit rows of D elements. The
@@ -68,8 +75,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&b)[4
                : "memory");
 }
 
-// grid (nkv, ceil(T / bq)), block kThreads, dynamic shared memory smem_bytes<E, D>().
-template <typename E, int D>
+// grid (nkv, ceil(T / bq)), block kThreads, dynamic shared memory smem_bytes<E, D, Split>().
+template <typename E, int D, bool Split>
 __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedAttentionArgs a, int bq) {
 #if __CUDA_ARCH__ >= 800
   using M = MmaOf<E>;
@@ -79,8 +86,8 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
   constexpr int TPR = kThreads / TKV;             // threads staging one position's row
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* const q_hi = smem;
-  unsigned char* const q_lo = q_hi + kRows * D * 2;
-  unsigned char* const k_tile = q_lo + kRows * D * 2;
+  unsigned char* const q_lo = q_hi + kRows * D * 2;  // Split only
+  unsigned char* const k_tile = q_hi + kQueryParts<Split> * kRows * D * 2;
   unsigned char* const v_tile = k_tile + TKV * D * 2;
   unsigned char* const raw = v_tile + TKV * D * 2;  // int8: the codes as copied, before conversion
   float* const k_sc = reinterpret_cast<float*>(raw + TKV * D);
@@ -95,7 +102,8 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
   const int r0 = (gridDim.y - 1 - blockIdx.y) * bq, r1 = min(a.T, r0 + bq);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
-  // Q [kRows][D] scaled by scale * log2(e), as hi + lo, once for all sequences of the block (zeros past R).
+  // Q [kRows][D] scaled by scale * log2(e), as hi + lo (or hi), once for all sequences of the block
+  // (zeros past R).
   const float q_scale = a.scale * 1.4426950408889634f;
   for (int e = threadIdx.x; e < kRows * D / 8; e += kThreads) {
     const int qr = e / (D / 8), ch = e % (D / 8);
@@ -110,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
     split_pair<M>(x[1].x * q_scale, x[1].y * q_scale, hi.z, lo.z);
     split_pair<M>(x[1].z * q_scale, x[1].w * q_scale, hi.w, lo.w);
     *reinterpret_cast<uint4*>(q_hi + chunk_at<D>(qr, ch)) = hi;
-    *reinterpret_cast<uint4*>(q_lo + chunk_at<D>(qr, ch)) = lo;
+    if constexpr (Split) *reinterpret_cast<uint4*>(q_lo + chunk_at<D>(qr, ch)) = lo;
   }  // the first barrier of the tile loop orders these writes before the fragment reads
 
   const E* kc = static_cast<const E*>(a.k_cache) + int64_t(kvh) * D;
@@ -173,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
       __syncthreads();  // K visible; every warp's P V of the previous tile is done: V free
       stage(vc, v_tile, p0, false);
       const bool active = p0 <= warp_limit;  // some row of the warp sees a position of the tile
-      uint32_t ph[TKV / 16][4], pl[TKV / 16][4];  // P's A fragments per k16 step of positions, hi and lo
+      uint32_t ph[TKV / 16][4], pl[TKV / 16][4];  // P's A fragments per k16 step of positions: hi, lo (Split)
       if (active) {
         float sc[NT][4] = {};  // S: Q's hi and lo parts into one accumulator (registers for o at d = 256)
 #pragma unroll
@@ -181,15 +189,21 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
           const int ch = 4 * c + t;
           const uint4 qh0 = *reinterpret_cast<const uint4*>(q_hi + chunk_at<D>(16 * warp + g, ch));
           const uint4 qh1 = *reinterpret_cast<const uint4*>(q_hi + chunk_at<D>(16 * warp + g + 8, ch));
-          const uint4 ql0 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g, ch));
-          const uint4 ql1 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g + 8, ch));
 #pragma unroll
           for (int n = 0; n < NT; ++n) {
             const uint4 k = *reinterpret_cast<const uint4*>(k_tile + chunk_at<D>(8 * n + g, ch));
             mma<M>(sc[n], qh0.x, qh1.x, qh0.y, qh1.y, k.x, k.y);
             mma<M>(sc[n], qh0.z, qh1.z, qh0.w, qh1.w, k.z, k.w);
-            mma<M>(sc[n], ql0.x, ql1.x, ql0.y, ql1.y, k.x, k.y);
-            mma<M>(sc[n], ql0.z, ql1.z, ql0.w, ql1.w, k.z, k.w);
+          }
+          if constexpr (Split) {
+            const uint4 ql0 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g, ch));
+            const uint4 ql1 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g + 8, ch));
+#pragma unroll
+            for (int n = 0; n < NT; ++n) {
+              const uint4 k = *reinterpret_cast<const uint4*>(k_tile + chunk_at<D>(8 * n + g, ch));
+              mma<M>(sc[n], ql0.x, ql1.x, ql0.y, ql1.y, k.x, k.y);
+              mma<M>(sc[n], ql0.z, ql1.z, ql0.w, ql1.w, k.z, k.w);
+            }
           }
         }
         float p[NT][4], mx[2] = {-INFINITY, -INFINITY};
@@ -225,7 +239,8 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
 #pragma unroll
           for (int i = 0; i < 4; ++i) {  // a0 .. a3: rows g, g + 8 of n8 tile 2 kk, then of 2 kk + 1
             const float* pair = &p[2 * kk + i / 2][2 * (i % 2)];
-            split_pair<M>(pair[0], pair[1], ph[kk][i], pl[kk][i]);
+            if constexpr (Split) split_pair<M>(pair[0], pair[1], ph[kk][i], pl[kk][i]);
+            else ph[kk][i] = pack_pair<M>(pair[0], pair[1]);
           }
 #pragma unroll
         for (int j = 0; j < D / 8; ++j) o[j][0] *= corr[0], o[j][1] *= corr[0], o[j][2] *= corr[1], o[j][3] *= corr[1];
@@ -245,8 +260,10 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
             ldmatrix_x4_trans(shared_addr(v_tile + chunk_at<D>(16 * kk + block_row, 2 * jj + block_ch)), b);
             mma<M>(o[2 * jj], ph[kk][0], ph[kk][1], ph[kk][2], ph[kk][3], b[0], b[1]);
             mma<M>(o[2 * jj + 1], ph[kk][0], ph[kk][1], ph[kk][2], ph[kk][3], b[2], b[3]);
-            mma<M>(o[2 * jj], pl[kk][0], pl[kk][1], pl[kk][2], pl[kk][3], b[0], b[1]);
-            mma<M>(o[2 * jj + 1], pl[kk][0], pl[kk][1], pl[kk][2], pl[kk][3], b[2], b[3]);
+            if constexpr (Split) {
+              mma<M>(o[2 * jj], pl[kk][0], pl[kk][1], pl[kk][2], pl[kk][3], b[0], b[1]);
+              mma<M>(o[2 * jj + 1], pl[kk][0], pl[kk][1], pl[kk][2], pl[kk][3], b[2], b[3]);
+            }
           }
       }
     }
@@ -278,18 +295,23 @@ void launch_tensor_core_prefill(const Launch& l, const PagedAttentionArgs& a) {
   with_cache_type(a.cache_type, [&](auto e) {
     using E = decltype(e);
     if constexpr (!std::is_same_v<E, float>) {
-      auto go = [&](auto d) {
+      auto go = [&](auto d, auto split) {
         constexpr int D = decltype(d)::value;
-        auto kernel = tensor_core_prefill_kernel<E, D>;
-        constexpr size_t smem = smem_bytes<E, D>();
+        constexpr bool Split = decltype(split)::value;
+        auto kernel = tensor_core_prefill_kernel<E, D, Split>;
+        constexpr size_t smem = smem_bytes<E, D, Split>();
         if (smem > 48 * 1024)
           GPU_CHECK(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         const int bq = kRows / (a.nh / a.nkv);
         launch_overlapping(l, kernel, dim3(a.nkv, blocks_for(a.T, bq)), kThreads, smem, a, bq);
       };
-      if (a.d == 64) go(std::integral_constant<int, 64>{});
-      else if (a.d == 128) go(std::integral_constant<int, 128>{});
-      else go(std::integral_constant<int, 256>{});
+      auto with_d = [&](auto split) {
+        if (a.d == 64) go(std::integral_constant<int, 64>{}, split);
+        else if (a.d == 128) go(std::integral_constant<int, 128>{}, split);
+        else go(std::integral_constant<int, 256>{}, split);
+      };
+      if (l.split_activations) with_d(std::true_type{});
+      else with_d(std::false_type{});
     }
   });
   GPU_CHECK_LAUNCH();
