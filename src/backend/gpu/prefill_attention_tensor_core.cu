@@ -189,18 +189,17 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_core_prefill_kernel(PagedA
           const int ch = 4 * c + t;
           const uint4 qh0 = *reinterpret_cast<const uint4*>(q_hi + chunk_at<D>(16 * warp + g, ch));
           const uint4 qh1 = *reinterpret_cast<const uint4*>(q_hi + chunk_at<D>(16 * warp + g + 8, ch));
+          uint4 ql0{}, ql1{};
+          if constexpr (Split) {
+            ql0 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g, ch));
+            ql1 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g + 8, ch));
+          }
 #pragma unroll
           for (int n = 0; n < NT; ++n) {
             const uint4 k = *reinterpret_cast<const uint4*>(k_tile + chunk_at<D>(8 * n + g, ch));
             mma<M>(sc[n], qh0.x, qh1.x, qh0.y, qh1.y, k.x, k.y);
             mma<M>(sc[n], qh0.z, qh1.z, qh0.w, qh1.w, k.z, k.w);
-          }
-          if constexpr (Split) {
-            const uint4 ql0 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g, ch));
-            const uint4 ql1 = *reinterpret_cast<const uint4*>(q_lo + chunk_at<D>(16 * warp + g + 8, ch));
-#pragma unroll
-            for (int n = 0; n < NT; ++n) {
-              const uint4 k = *reinterpret_cast<const uint4*>(k_tile + chunk_at<D>(8 * n + g, ch));
+            if constexpr (Split) {
               mma<M>(sc[n], ql0.x, ql1.x, ql0.y, ql1.y, k.x, k.y);
               mma<M>(sc[n], ql0.z, ql1.z, ql0.w, ql1.w, k.z, k.w);
             }
