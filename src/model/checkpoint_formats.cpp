@@ -66,6 +66,18 @@ HostLinear decode_quantized_linear(const Checkpoint& ckpt, const std::string& mo
   fail("internal: decode_quantized_linear called for module {}, which is stored dense", module);
 }
 
+std::vector<int32_t> quantized_input_order(const Checkpoint& ckpt, const std::string& module, const ModuleQuant& quant,
+                                           int64_t N, int64_t K) {
+  const ModuleTensors m{ckpt, module, quant, N, K};
+  const bool compressed = quant.format == StoredFormat::CtPackQuantized || quant.format == StoredFormat::CtIntQuantized;
+  const StoredTensor* g_idx = quant.format == StoredFormat::Gptq ? m.find("g_idx")
+                              : compressed                        ? m.find("weight_g_idx")
+                                                                  : nullptr;
+  if (!g_idx) return {};
+  m.expect(*g_idx, {"I32"}, {K});
+  return group_layout(m, m.group(), g_idx).k_order;
+}
+
 void check_quantization_tensors(const Checkpoint& ckpt, const QuantizationConfig& config,
                                 const std::set<std::string>& consumed_modules,
                                 const std::vector<std::string>& unread_prefixes) {

@@ -24,6 +24,11 @@ namespace dcu {
 HostLinear decode_quantized_linear(const Checkpoint& ckpt, const std::string& module, const ModuleQuant& quant,
                                    int64_t N, int64_t K);
 
+// The k_order decode_quantized_linear gives the module: the input feature of each canonical column, or
+// empty when the columns keep their stored order (no act-order g_idx). Reads only the g_idx tensor.
+std::vector<int32_t> quantized_input_order(const Checkpoint& ckpt, const std::string& module, const ModuleQuant& quant,
+                                           int64_t N, int64_t K);
+
 // Throws dcu::Error unless every module of `consumed_modules` (the Linear modules the model reads)
 // that `config` says is quantized has its tensors (a missing scale is named with its module), and
 // every quantization tensor of the checkpoint (codes, scales, zero points, g_idx) belongs to such a

@@ -87,10 +87,13 @@ void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const M
 
 HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m) {
   HostLinear whole = decode_quantized_linear(ckpt, m.module, m.quant, m.N, m.K);
+  if (m.inputs_in_group_order) whole.k_order.clear();
   if (!whole.k_order.empty() && m.slice.col_count >= 0)
     fail("module {} is {} with act-order (desc_act: its g_idx groups input features out of order), and tensor "
-         "parallelism splits its input features: act-order checkpoints load at --tensor-parallel-size 1 only; use a "
-         "checkpoint quantized with desc_act false, or the 16-bit model with --quantization int4 or int8",
+         "parallelism splits its input features across ranks; dcuserve can do that only for an MLP's down_proj "
+         "(whose inputs gate_proj and up_proj produce in its order): load this checkpoint at "
+         "--tensor-parallel-size 1, or use one quantized with desc_act false, or the 16-bit model with "
+         "--quantization int4 or int8",
          m.module, m.quant.describe());
   if (m.slice.whole()) return whole;
   return cut(whole, m.slice);

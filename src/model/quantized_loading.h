@@ -24,6 +24,10 @@ struct QuantizedMatrix {
   ModuleQuant quant;
   int64_t N = 0, K = 0;  // the whole matrix
   Slice slice;           // this rank's part
+  // Act-order (a k_order): the rows that produce its inputs were put in its canonical column order
+  // (an MLP's gate and up rows, in down_proj's order), so it reads its inputs as they come, and a rank
+  // takes whole groups of canonical columns.
+  bool inputs_in_group_order = false;
 };
 
 // The bytes of each module's tensors ("<module>.<suffix>" summed by <module>): what decoding it reads.

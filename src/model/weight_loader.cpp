@@ -262,6 +262,38 @@ std::vector<char> convert_bf16_matrix(const std::vector<char>& bf16, const std::
   return out;
 }
 
+// An act-order down_proj (docs/QUANTIZATION.md, "Act-order"): its input features, the MLP's intermediate
+// rows, are produced in its canonical column order by reading gate_proj's and up_proj's rows in that
+// order (the SwiGLU between them is elementwise). down_proj then takes its inputs as they come, without a
+// gather, and a rank's share of them is whole groups of its columns.
+void order_mlp_rows_by_down_proj(const Checkpoint& ckpt, std::vector<Expected>& expected,
+                                 const std::vector<int>& quantized_index, std::vector<QuantizedMatrix>& quantized) {
+  const std::string down = "mlp.down_proj.weight";
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const std::string& name = expected[i].name;
+    if (quantized_index[i] < 0 || !name.ends_with(down)) continue;
+    QuantizedMatrix& m = quantized[size_t(quantized_index[i])];
+    const std::vector<int32_t> order = quantized_input_order(ckpt, m.module, m.quant, m.N, m.K);
+    if (order.empty()) continue;
+    m.inputs_in_group_order = true;
+    // This rank's canonical columns [begin, begin + count) as runs of stored intermediate rows.
+    const int64_t begin = m.slice.col_count < 0 ? 0 : m.slice.col_begin;
+    const int64_t count = m.slice.col_count < 0 ? m.K : m.slice.col_count;
+    Slice rows;
+    for (int64_t j = begin; j < begin + count; ++j) {
+      const int64_t row = order[size_t(j)];
+      if (!rows.rows.empty() && rows.rows.back().first + rows.rows.back().second == row) ++rows.rows.back().second;
+      else rows.rows.push_back({row, 1});
+    }
+    const std::string mlp = name.substr(0, name.size() - down.size()) + "mlp.";
+    for (size_t j = 0; j < expected.size(); ++j)
+      if (expected[j].name == mlp + "gate_proj.weight" || expected[j].name == mlp + "up_proj.weight") {
+        expected[j].slice = rows;
+        if (quantized_index[j] >= 0) quantized[size_t(quantized_index[j])].slice = rows;
+      }
+  }
+}
+
 }  // namespace
 
 ModelWeights load_weights(const std::string& model_dir, const ModelConfig& config, Backend& backend,
@@ -306,6 +338,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
   // Before any tensor is read: a missing or unclaimed scale, or a rank split that cuts a group.
   check_quantization_tensors(ckpt, shipped, modules, {"mtp.", "model.visual.", "visual."});
   check_group_alignment(shipped_quantized, config, shard.size);
+  order_mlp_rows_by_down_proj(ckpt, expected, quantized_index, shipped_quantized);
   const std::map<std::string, size_t> module_sizes =
       shipped_quantized.empty() ? std::map<std::string, size_t>{} : module_bytes(ckpt);
 

@@ -1,8 +1,9 @@
 // Loading quantized checkpoints through load_weights on the CPU, on GPTQ copies of the tiny fixture made
 // by tests/support/gptq_copy.h: the copy gives the logits of its dequantized twin (one rank and two),
 // --quantization int8 quantizes what it keeps in 16 bits, and broken copies (a truncated packed tensor,
-// a wrong group size, an unsupported method or bit width, a scale no weight claims, act-order split
-// over ranks, a rank split that cuts a group, a --quantization that disagrees) fail with an error that names the problem.
+// a wrong group size, an unsupported method or bit width, a scale no weight claims, an act-order o_proj
+// split over ranks, a rank split that cuts a group, a --quantization that disagrees) fail with an error that
+// names the problem; act-order MLPs load on one rank and on two.
 
 #include <unistd.h>
 
@@ -136,7 +137,16 @@ TEST_F(QuantizedLoading, TruncatedPackedTensor) {
 TEST_F(QuantizedLoading, WrongGroupSize) {
   const fs::path dir = copy();
   edit_config(dir, [](json& q) { q["group_size"] = 64; });
-  const std::string e = load_error(dir);
+  // down_proj's g_idx is read first (its column order decides which MLP rows a rank reads)
+  std::string e = load_error(dir);
+  EXPECT_NE(e.find("layers.0.mlp.down_proj.g_idx gives group 0 128 input features, not the group size 64"),
+            std::string::npos)
+      << e;
+  // without g_idx tensors, the packed zero points' shape tells
+  edit_header(dir, [](json& h) {
+    for (auto it = h.begin(); it != h.end();) it = it.key().ends_with(".g_idx") ? h.erase(it) : std::next(it);
+  });
+  e = load_error(dir);
   EXPECT_NE(e.find("mlp.gate_proj.qzeros is I32 [2, 96]"), std::string::npos) << e;
   EXPECT_NE(e.find("group 64"), std::string::npos) << e;
 }
@@ -169,7 +179,8 @@ TEST_F(QuantizedLoading, WeightWithoutItsScales) {
       << e;
 }
 
-// Act-order: groups of input features out of order, read through Linear::k_order.
+// Act-order: groups of input features out of order. gate_proj and up_proj read their inputs through
+// Linear::k_order; down_proj's come in its column order (the MLP's rows are loaded in that order).
 TEST_F(QuantizedLoading, ActOrderCopyGivesTheLogitsOfItsDequantizedTwin) {
   GptqCopyOptions options;
   options.act_order = true;
@@ -180,14 +191,33 @@ TEST_F(QuantizedLoading, ActOrderCopyGivesTheLogitsOfItsDequantizedTwin) {
   const std::vector<float> a = prefill(quantized, prompt), b = prefill(dense, prompt);
   EXPECT_LT(max_abs_diff(a.data(), b.data(), a.size()), 1e-4f);
   EXPECT_EQ(quantized.greedy(prompt, 12), dense.greedy(prompt, 12));
+  auto backend = make_cpu_backend();
+  const ModelConfig c = load_model_config(dir.string());
+  const ModelWeights w = load_weights(dir.string(), c, *backend, shard_plan(c, 0, 1), {}, {});
+  EXPECT_FALSE(w.layers[0].mlp.gate_proj.k_order.empty());
+  EXPECT_TRUE(w.layers[0].mlp.down_proj.k_order.empty());
 }
 
-// Tensor parallelism would split down_proj's input features, whose groups act-order scatters.
-TEST_F(QuantizedLoading, ActOrderUnderTensorParallelismIsRefused) {
+// Two ranks split down_proj's canonical columns (whole groups, whose input features act-order scatters:
+// with g_idx k % 6 a rank's 3 groups are the intermediate rows k % 6 in {0, 1, 2} or {3, 4, 5}), and take
+// the gate_proj and up_proj rows that produce them: the dequantized twin's logits, step by step.
+TEST_F(QuantizedLoading, ActOrderMlpOnTwoRanksGivesTheLogitsOfItsDequantizedTwin) {
   GptqCopyOptions options;
   options.act_order = true;
-  const std::string e = load_error(copy(options), 2);
-  EXPECT_NE(e.find("act-order checkpoints load at --tensor-parallel-size 1 only"), std::string::npos) << e;
+  const fs::path dir = copy(options, true);
+  TpModel dense((root_ / "dense").string(), 1), two(dir.string(), 2);
+  expect_same_steps(dense, two, 1e-4f);
+}
+
+// An act-order o_proj: its input features come from attention heads, which ranks split as stored.
+TEST_F(QuantizedLoading, ActOrderAttentionUnderTensorParallelismIsRefused) {
+  GptqCopyOptions options;
+  options.act_order = options.attention = true;
+  const fs::path dir = copy(options);
+  EXPECT_EQ(load_error(dir, 1), "");
+  const std::string e = load_error(dir, 2);
+  EXPECT_NE(e.find("layers.3.self_attn.o_proj is GPTQ"), std::string::npos) << e;
+  EXPECT_NE(e.find("dcuserve can do that only for an MLP's down_proj"), std::string::npos) << e;
 }
 
 TEST_F(QuantizedLoading, RankSplitThatCutsAGroupNamesTheSizesThatWork) {

@@ -61,7 +61,9 @@ json write_gptq_copy(const fs::path& src, const fs::path& dst, const fs::path& d
     const StoredTensor& t = *ckpt.find(name);
     const RawTensor raw{t.dtype_name, t.shape, std::string(static_cast<const char*>(t.data), t.bytes)};
     const std::string module = name.substr(0, name.size() - std::string(".weight").size());
-    if (!ends_with(name, ".weight") || t.shape.size() != 2 || module.find(".mlp.") == std::string::npos) {
+    const bool quantized = module.find(".mlp.") != std::string::npos ||
+                           (options.attention && module.find(".self_attn.") != std::string::npos);
+    if (!ends_with(name, ".weight") || t.shape.size() != 2 || !quantized) {
       packed[name] = dense[name] = raw;
       continue;
     }
@@ -104,7 +106,7 @@ json write_gptq_copy(const fs::path& src, const fs::path& dst, const fs::path& d
                              {"group_size", options.group}, {"sym", true},
                              {"desc_act", options.act_order}, {"checkpoint_format", "gptq"},
                              {"lm_head", false},           {"pack_dtype", "int32"},
-                             {"dynamic", {{"-:.*attn.*", json::object()}}}};
+                             {"dynamic", {{options.attention ? "-:.*linear_attn.*" : "-:.*attn.*", json::object()}}}};
   json config = source_config;
   config["quantization_config"] = quantization;
   write_folder(src, dst, packed, config);

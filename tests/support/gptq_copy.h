@@ -29,6 +29,8 @@ struct GptqCopyOptions {
   int group = 128;
   // g_idx groups input feature k as k % (K / group) instead of k / group (GPTQ act-order, desc_act).
   bool act_order = false;
+  // The full-attention matrices too (dynamic "-:.*linear_attn.*").
+  bool attention = false;
 };
 
 // Writes `dst` (config.json with a GPTQ quantization_config, model.safetensors) from the model folder
