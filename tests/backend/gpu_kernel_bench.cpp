@@ -317,7 +317,7 @@ void decode_paths_table(int device, double copy_bw) {
   for (const Shape& s : kShapes27B) {
     if (s.N <= 1024 || s.N > 100000) continue;  // narrow ones stay on the GEMV; lm_head as gate/up
     Weights w(*gemv, s.N, s.K, DType::BF16);
-    for (int64_t T : {2, 4, 8, 16, 32}) {
+    for (int64_t T : {2, 3, 4, 8, 16, 32}) {
       const double bytes = double(s.N) * s.K * 2 + 4.0 * T * (s.K + s.N);
       auto cell = [&](Backend& be) {
         if (&be == gemv.get() && T > 16) return std::string("-");
@@ -352,6 +352,10 @@ void sampling_table(Backend& be) {
 }  // namespace
 }  // namespace dcu::testing
 
+// What CUDA runs by default for quantized weights.
+constexpr const char* kInt8TensorPath =
+    "int8 activations, bf16 mode: integer GEMV to 4 rows, then tensor cores on the rounded activations";
+
 int main(int argc, char** argv) {
   using namespace dcu;
   using namespace dcu::testing;
@@ -367,6 +371,9 @@ int main(int argc, char** argv) {
   GpuBackendOptions int8_options = gpu_options_for_dtype("float32");  // no tensor cores: the GEMV's 16 rows, as on gfx906
   int8_options.int8_activations = true;
   auto int8 = make_gpu_backend(device, int8_options);
+  GpuBackendOptions int8_tensor_options = gpu_options_for_dtype("bfloat16");
+  int8_tensor_options.int8_activations = true;
+  auto int8_tensor = make_gpu_backend(device, int8_tensor_options);
   std::printf("# gpu_kernel_bench on %s\n", exact->name().c_str());
   if (only == "sampling") {
     sampling_table(*exact);
@@ -386,6 +393,7 @@ int main(int argc, char** argv) {
     quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)");
     quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)");
     quantized_matmul_table(*int8, bw, "int8 activations, integer GEMV (its 16 rows, as on gfx906)");
+    quantized_matmul_table(*int8_tensor, bw, kInt8TensorPath);
     return 0;
   }
   if (only == "decode") {
@@ -398,6 +406,7 @@ int main(int argc, char** argv) {
   quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)");
   quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)");
   quantized_matmul_table(*int8, bw, "int8 activations, integer GEMV (its 16 rows, as on gfx906)");
+  quantized_matmul_table(*int8_tensor, bw, kInt8TensorPath);
   attention_tables(*exact, bw);
   prefill_attention_table(*exact);
   delta_rule_tables(*exact);
