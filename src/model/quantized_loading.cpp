@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/checkpoint_formats.h"
+#include "model/quantize.h"
 #include "model/sharding.h"
 
 namespace dcu {
@@ -52,6 +54,29 @@ HostLinear cut(const HostLinear& h, const Slice& s) {
   return out;
 }
 
+// An act-order matrix whose input features ranks split (an o_proj or out_proj, whose inputs come from
+// the heads a rank holds): its groups gather input features of every rank, so the rank's columns, in
+// stored order, are quantized again to int8 in groups of kQuantGroup (make_host_linear). The values
+// are on the 4-bit grid of their group's scale; int8 of the largest value of 128 columns is 8-16x
+// finer, so this adds at most about a tenth of a 4-bit step (docs/QUANTIZATION.md, "Act-order").
+HostLinear requantized_slice(const HostLinear& whole, const Slice& s, const std::string& what) {
+  const Linear view = linear_view(whole);
+  std::vector<int32_t> column_of(size_t(whole.cols));  // input feature -> canonical column
+  for (size_t c = 0; c < whole.k_order.size(); ++c) column_of[size_t(whole.k_order[c])] = int32_t(c);
+  std::vector<std::pair<int64_t, int64_t>> ranges = s.rows;
+  if (ranges.empty()) ranges = {{0, whole.rows}};
+  int64_t rows = 0;
+  for (auto [begin, count] : ranges) rows += count;
+  std::vector<float> values(size_t(rows * s.col_count));  // [rows, s.col_count]
+  float* out = values.data();
+  for (auto [begin, count] : ranges)
+    for (int64_t n = begin; n < begin + count; ++n)
+      for (int64_t j = s.col_begin; j < s.col_begin + s.col_count; ++j) *out++ = view.at(n, column_of[size_t(j)]);
+  HostLinear host = make_host_linear(WeightFormat::Int8, rows, s.col_count, what);
+  quantize_rows(values.data(), DType::F32, 0, rows, host);
+  return host;
+}
+
 }  // namespace
 
 std::map<std::string, size_t> module_bytes(const Checkpoint& ckpt) {
@@ -88,13 +113,12 @@ void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const M
 HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m) {
   HostLinear whole = decode_quantized_linear(ckpt, m.module, m.quant, m.N, m.K);
   if (m.inputs_in_group_order) whole.k_order.clear();
-  if (!whole.k_order.empty() && m.slice.col_count >= 0)
-    fail("module {} is {} with act-order (desc_act: its g_idx groups input features out of order), and tensor "
-         "parallelism splits its input features across ranks; dcuserve can do that only for an MLP's down_proj "
-         "(whose inputs gate_proj and up_proj produce in its order): load this checkpoint at "
-         "--tensor-parallel-size 1, or use one quantized with desc_act false, or the 16-bit model with "
-         "--quantization int4 or int8",
-         m.module, m.quant.describe());
+  if (!whole.k_order.empty() && m.slice.col_count >= 0) {
+    log::info("{} is {} with act-order and its input features are split across ranks: this rank's {} columns "
+              "are requantized to int8 (groups of {})",
+              m.module, m.quant.describe(), m.slice.col_count, kQuantGroup);
+    return requantized_slice(whole, m.slice, m.tensor);
+  }
   if (m.slice.whole()) return whole;
   return cut(whole, m.slice);
 }

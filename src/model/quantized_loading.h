@@ -38,7 +38,8 @@ std::map<std::string, size_t> module_bytes(const Checkpoint& ckpt);
 void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const ModelConfig& config, int tp_size);
 
 // `m` decoded and cut to its slice. Act-order weights (a g_idx that permutes the input features) keep
-// their column order (Linear::k_order); cutting their columns across ranks is an error.
+// their column order (Linear::k_order); when ranks split their input features (and the rows that
+// produce them were not put in their order), a rank's columns are requantized to int8.
 HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m);
 
 }  // namespace dcu
