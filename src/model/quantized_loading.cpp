@@ -56,9 +56,10 @@ HostLinear cut(const HostLinear& h, const Slice& s) {
 
 // An act-order matrix whose input features ranks split (an o_proj or out_proj, whose inputs come from
 // the heads a rank holds): its groups gather input features of every rank, so the rank's columns, in
-// stored order, are quantized again to int8 in groups of kQuantGroup (make_host_linear). The values
-// are on the 4-bit grid of their group's scale; int8 of the largest value of 128 columns is 8-16x
-// finer, so this adds at most about a tenth of a 4-bit step (docs/QUANTIZATION.md, "Act-order").
+// stored order, are quantized again to int8 in groups of kQuantGroup (make_host_linear). A 4-bit
+// checkpoint's values are on their group's 4-bit grid; int8 of the largest value of 128 columns is
+// 8-16x finer, so this adds at most about a tenth of a 4-bit step (an 8-bit checkpoint's: up to half
+// an int8 step, as much as its own rounding; docs/QUANTIZATION.md, "Act-order").
 HostLinear requantized_slice(const HostLinear& whole, const Slice& s, const std::string& what) {
   const Linear view = linear_view(whole);
   std::vector<int32_t> column_of(size_t(whole.cols));  // input feature -> canonical column
