@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/log.h"
 #include "model/checkpoint_formats.h"
 #include "model/quantize.h"
 #include "model/sharding.h"
@@ -111,15 +110,12 @@ void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const M
   }
 }
 
-HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m) {
+HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m, bool* requantized) {
   HostLinear whole = decode_quantized_linear(ckpt, m.module, m.quant, m.N, m.K);
   if (m.inputs_in_group_order) whole.k_order.clear();
-  if (!whole.k_order.empty() && m.slice.col_count >= 0) {
-    log::info("{} is {} with act-order and its input features are split across ranks: this rank's {} columns "
-              "are requantized to int8 (groups of {})",
-              m.module, m.quant.describe(), m.slice.col_count, kQuantGroup);
-    return requantized_slice(whole, m.slice, m.tensor);
-  }
+  const bool requantize = !whole.k_order.empty() && m.slice.col_count >= 0;
+  if (requantized) *requantized = requantize;
+  if (requantize) return requantized_slice(whole, m.slice, m.tensor);
   if (m.slice.whole()) return whole;
   return cut(whole, m.slice);
 }

@@ -39,7 +39,8 @@ void check_group_alignment(const std::vector<QuantizedMatrix>& matrices, const M
 
 // `m` decoded and cut to its slice. Act-order weights (a g_idx that permutes the input features) keep
 // their column order (Linear::k_order); when ranks split their input features (and the rows that
-// produce them were not put in their order), a rank's columns are requantized to int8.
-HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m);
+// produce them were not put in their order), a rank's columns are requantized to int8 (*requantized
+// says so when given).
+HostLinear load_quantized_matrix(const Checkpoint& ckpt, const QuantizedMatrix& m, bool* requantized = nullptr);
 
 }  // namespace dcu

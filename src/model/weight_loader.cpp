@@ -7,6 +7,8 @@
 #include <set>
 #include <variant>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "core/mapped_file.h"
@@ -372,10 +374,14 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     copied = true;
     return upload_linear(host, backend, [&](size_t bytes) { return buffers->allocate(bytes); });
   };
+  std::vector<std::string> requantized;  // act-order modules whose input features ranks split
   for (size_t i = 0; i < expected.size(); ++i) {
     const Expected& e = expected[i];
     if (quantized_index[i] >= 0) {
-      *std::get<Linear*>(e.slot) = upload(load_quantized_matrix(ckpt, shipped_quantized[size_t(quantized_index[i])]));
+      const QuantizedMatrix& m = shipped_quantized[size_t(quantized_index[i])];
+      bool requantized_here = false;
+      *std::get<Linear*>(e.slot) = upload(load_quantized_matrix(ckpt, m, &requantized_here));
+      if (requantized_here) requantized.push_back(m.module);
       done += slice_bytes[i];
       if (progress) progress(done, total);
       continue;
@@ -438,6 +444,10 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     if (mtp && !options.mtp)
       log::info("{} multi-token-prediction tensors (mtp.*) recognised; used with --speculative-config", mtp);
     if (visual) log::info("{} vision tensors (model.visual.*) recognised; not used yet", visual);
+    if (!requantized.empty())
+      log::info("{} act-order module(s) whose input features the ranks split are requantized to int8 in groups "
+                "of {} (docs/QUANTIZATION.md, \"Act-order\"): {}",
+                requantized.size(), kQuantGroup, fmt::join(requantized, ", "));
   }
 
   if (!in_place) w.storage = buffers;
