@@ -97,7 +97,11 @@ class Backend {
   // x += y, then out = rms_norm(x) as above: the residual add fused with the next norm.
   // x, y, out [R, n] (out must not alias x or y); w [n]
   virtual void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
-  // y = x . w^T.   x [T, K] f32, w [N, K] (any format), y [T, N] f32
+  // Whether matmuls read WeightFormat::Fp8; the loader converts FP8 to Int8 for those that do not (the
+  // GPU backends for now; gfx906 also for good: it has no FP8 arithmetic, and its int8 GEMVs multiply
+  // int8 activations with v_dot4).
+  virtual bool reads_fp8_weights() const { return false; }
+  // y = x . w^T.   x [T, K] f32, w [N, K] (any format the backend reads), y [T, N] f32
   virtual void matmul(const Tensor& x, const Linear& w, Tensor y) = 0;
   // The projections that read the same activations, ys[i] = x . ws[i]^T, as few passes over x and
   // launches as the backend manages (GPUs: one per format). ws[i] [N_i, K], ys[i] [T, N_i]; at most
@@ -184,9 +188,11 @@ constexpr size_t kMaxMatmulGroup = 4;
 constexpr int kMaxLogitCandidates = 1024;
 
 struct CpuBackendOptions {
-  // Matmuls with quantized weights round their activations to int8 blocks first, as the GPU backends'
-  // int8-activation GEMVs do (backend/activation_quantization.h).
+  // Matmuls with integer-coded weights (Int8, Int4) round their activations to int8 blocks first, as the
+  // GPU backends' int8-activation GEMVs do (backend/activation_quantization.h).
   bool int8_activations = false;
+  // false: the loader converts FP8 checkpoints to Int8 as it does for gfx906 (tests of that path).
+  bool reads_fp8_weights = true;
 };
 
 // The CPU backend (always available; the reference for every other backend).

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/fp8_e4m3.h"
 
 namespace dcu {
 
@@ -18,6 +19,10 @@ float Linear::at(int64_t n, int64_t k) const {
       const int q = int4_code(weight.as<uint8_t>() + n * (in_features / 2), k);
       const int z = zeros.empty() ? 8 : zeros.as<uint8_t>()[g];
       return scales.as<float>()[g] * float(q - z);
+    }
+    case WeightFormat::Fp8: {
+      const float s = scales.as<float>()[n * groups_per_row() + k / group];
+      return s * fp8_e4m3_to_f32(weight.as<uint8_t>()[n * in_features + k]);
     }
   }
   return 0.0f;
@@ -48,7 +53,7 @@ void check_linear(const Linear& w, std::string_view what) {
        "group " + std::to_string(w.group) + " must be a multiple of 32 dividing K = " + std::to_string(K));
   const bool int8 = w.format == WeightFormat::Int8;
   need(w.weight.dtype == (int8 ? DType::I8 : DType::U8), int8 ? "codes must be I8" : "codes must be U8");
-  need(w.weight.cols() == (int8 ? K : K / 2), "codes have shape " + w.weight.shape_string());
+  need(w.weight.cols() == w.code_bytes_per_row(), "codes have shape " + w.weight.shape_string());
   const int64_t groups = K / w.group;
   need(w.scales.dtype == DType::F32 && w.scales.rows() == N && w.scales.cols() == groups,
        "scales must be F32 [" + std::to_string(N) + ", " + std::to_string(groups) + "], are " +
@@ -56,7 +61,7 @@ void check_linear(const Linear& w, std::string_view what) {
   if (!w.k_order.empty())
     need(w.k_order.dtype == DType::I32 && w.k_order.numel() == K, "input order must be I32 [" + std::to_string(K) + "]");
   if (!w.zeros.empty()) {
-    need(!int8, "has zero points (int8 codes are symmetric)");
+    need(w.format == WeightFormat::Int4, "has zero points (only int4 codes have them)");
     need(w.zeros.dtype == DType::U8 && w.zeros.rows() == N && w.zeros.cols() == groups,
          "zero points must be U8 [" + std::to_string(N) + ", " + std::to_string(groups) + "]");
   }

@@ -13,6 +13,9 @@
 //         k = 8w + 2j + 1 (j < 4): even k in the low half-word, odd k in the high one, so that
 //         (word >> 4j) & 0x000F000F puts the codes of k and k + 1 in the two 16-bit halves, which
 //         becomes a pair of f16 / bf16 values with one more OR (the GPU kernels).
+//   Fp8:  W[n, k] = scales[n, k / group] * e4m3(q[n, k]),  q an FP8 E4M3 byte (core/fp8_e4m3.h: bias 7,
+//         3 mantissa bits, subnormals, no NaN codes), weight [N, K] U8. Block-FP8 checkpoints as shipped
+//         (their 128 x 128 blocks as group 128, each block's scale repeated on its rows).
 
 #include <cstdint>
 #include <string_view>
@@ -24,7 +27,7 @@ namespace dcu {
 
 struct Linear {
   WeightFormat format = WeightFormat::Dense;
-  Tensor weight;   // Dense [N, K] F32/F16/BF16; Int8 [N, K] I8; Int4 [N, K / 2] U8
+  Tensor weight;   // Dense [N, K] F32/F16/BF16; Int8 [N, K] I8; Int4 [N, K / 2] U8; Fp8 [N, K] U8
   Tensor scales;   // quantized: [N, K / group] F32
   Tensor zeros;    // Int4 with zero points: [N, K / group] U8; else empty
   // Act-order (GPTQ desc_act): [K] I32, canonical column j multiplies input feature k_order[j], so that
@@ -42,6 +45,7 @@ struct Linear {
   int64_t rows() const { return weight.rows(); }  // N
   int64_t cols() const { return in_features; }    // K
   int64_t groups_per_row() const { return quantized() ? in_features / group : 0; }
+  int64_t code_bytes_per_row() const { return format == WeightFormat::Int4 ? in_features / 2 : in_features; }
   // Bytes a matmul reads of it: codes, scales and zero points.
   size_t bytes() const { return weight.bytes() + scales.bytes() + zeros.bytes() + k_order.bytes(); }
   // The value of canonical column k of row n (host memory): W[n, k_order[k]] under act-order.

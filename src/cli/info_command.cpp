@@ -32,7 +32,7 @@ void print_quantization_choices(const ModelConfig& c) {
   std::printf("--quantization       weights     read per token   per GPU at --tensor-parallel-size %s\n",
               fmt::format("{}", fmt::join(sizes, " / ")).c_str());
   const double table = 2.0 * double(c.vocab_size) * double(c.hidden_size);
-  for (const char* flag : {"none", "int8", "int4"}) {
+  for (const char* flag : {"none", "int8", "int4", "fp8"}) {
     const WeightFormat f = load_time_quantization(flag);
     const double bytes = weight_bytes(c, f);
     const double read = bytes - table + (f == WeightFormat::Dense && c.tie_word_embeddings ? table : 0.0);

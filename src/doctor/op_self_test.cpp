@@ -94,8 +94,11 @@ class TwinLinear {
     h.format = format, h.rows = N, h.cols = K, h.group = group;
     std::uniform_int_distribution<int> byte(0, 255), nibble(0, 15);
     std::uniform_real_distribution<float> scale(0.001f, 0.01f);
-    h.codes.resize(size_t(format == WeightFormat::Int8 ? N * K : N * K / 2));
+    h.codes.resize(size_t(format == WeightFormat::Int4 ? N * K / 2 : N * K));
     for (auto& c : h.codes) c = uint8_t(byte(p.rng));
+    if (format == WeightFormat::Fp8)  // E4M3 without its NaN bytes 0x7F, 0xFF
+      for (auto& c : h.codes)
+        if ((c & 0x7F) == 0x7F) c ^= 1;
     h.scales.resize(size_t(N * (K / group)));
     for (auto& s : h.scales) s = scale(p.rng);
     if (format == WeightFormat::Int4) {
@@ -276,7 +279,9 @@ std::vector<Case> cases(const Backend& device) {
     for (int64_t T : {1, 3, 40})
       out.push_back({fmt::format("matmul {} T={}", dtype_name(w), T), w == DType::F16 ? kMatmulF16 : kMatmul,
                      [w, T](BackendPair& p) { return dense_matmul(p, w, T); }});
-  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4})
+  std::vector<WeightFormat> formats = {WeightFormat::Int8, WeightFormat::Int4};
+  if (device.reads_fp8_weights()) formats.push_back(WeightFormat::Fp8);
+  for (WeightFormat f : formats)
     for (int64_t T : {1, 8, 40})  // the GEMV, CUDA's tensor-core decode kernel (bf16 mode), the expanded path
       out.push_back({fmt::format("matmul {} T={}", weight_format_name(f), T), T > 16 ? kExpanded : kMatmul,
                      [f, T](BackendPair& p) { return quantized_matmul(p, f, T); }});

@@ -74,8 +74,8 @@ std::vector<std::unique_ptr<Backend>> make_rank_backends(const EngineOptions& o,
 }
 
 // The bytes the weights take once loaded: a quantized checkpoint's files (its matrices load as shipped,
-// FP8 as int8 of the same size; what --quantization int8 | int4 shrinks further is not subtracted),
-// else the estimate of model/quantize.h.
+// FP8 one byte a weight as FP8 or int8, whose scale per row and 128 k adds 3 %; what --quantization
+// int8 | int4 shrinks further is not subtracted), else the estimate of model/quantize.h.
 double loaded_weight_bytes(const EngineOptions& o, const ModelConfig& config, QuantMethod shipped, WeightFormat rest) {
   if (shipped != QuantMethod::None) return double(Checkpoint::open(o.model_dir).total_bytes());
   return weight_bytes(config, rest);

@@ -18,11 +18,15 @@ namespace dcu {
 
 // Module `module` (e.g. "model.language_model.layers.3.mlp.gate_proj", its tensors
 // "<module>.qweight", ...) stored as `quant` (quantized), decoded to the whole [N, K] matrix. GPTQ and
-// compressed-tensors 4-bit give Int4, 8-bit formats Int8; FP8 blocks are requantized to Int8 with one
-// scale per row and 128 k. Shapes and dtypes are checked against N and K, and groups must be
-// multiples of 32 dividing K; any mismatch throws dcu::Error naming the tensor.
+// compressed-tensors 4-bit give Int4, 8-bit integer formats Int8, FP8 blocks Fp8 (group 128). Shapes
+// and dtypes are checked against N and K, and groups must be multiples of 32 dividing K; any mismatch
+// throws dcu::Error naming the tensor.
 HostLinear decode_quantized_linear(const Checkpoint& ckpt, const std::string& module, const ModuleQuant& quant,
                                    int64_t N, int64_t K);
+
+// An Fp8 matrix requantized to Int8 with one scale per row and group (max |W| / 127), for backends
+// whose matmuls read no FP8 (Backend::reads_fp8_weights). Within half an int8 step of every weight.
+HostLinear fp8_as_int8(const HostLinear& fp8);
 
 // The k_order decode_quantized_linear gives the module: the input feature of each canonical column, or
 // empty when the columns keep their stored order (no act-order g_idx). Reads only the g_idx tensor.

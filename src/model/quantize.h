@@ -1,7 +1,8 @@
 #pragma once
-// Load-time quantization of a 16-bit checkpoint's matrices (--quantization int8 | int4): symmetric
+// Load-time quantization of a 16-bit checkpoint's matrices (--quantization int8 | int4 | fp8): symmetric
 // round-to-nearest with one f32 scale per kQuantGroup consecutive k of a row: int8 absmax / 127,
-// int4 absmax / 7 (codes q + 8 in 0..15). research/quant-mtp.md §5(b) gives the reasons. int8 with
+// int4 absmax / 7 (codes q + 8 in 0..15), fp8 absmax / 448 (the nearest E4M3, ties to even; backends
+// that read no FP8 get int8 instead). research/quant-mtp.md §5(b) gives the reasons. int8 with
 // one scale per row (the brief's first choice) changed one of the demo model's six greedy reference
 // answers (a top-2 gap of 0.09 flipped); groups of 128 keep all six, for 3 % more bytes.
 
@@ -27,10 +28,15 @@ constexpr int64_t kQuantGroup = 128;
 //                     checkpoint the shipped ones load as shipped (the issue's --quantize-rest);
 //   gptq, gptq_marlin, awq, awq_marlin, compressed-tensors, fp8
 //                     the checkpoint as shipped, which must be of that method (a marlin name is vLLM's
-//                     kernel choice for its base format); on a 16-bit checkpoint an error.
+//                     kernel choice for its base format); on a 16-bit checkpoint an error, except fp8,
+//                     which there quantizes the 16-bit matrices to FP8 while loading (as vLLM does).
 // Returns the format of the 16-bit matrices; throws dcu::Error naming the flag and the checkpoint's
 // method when they disagree, and for unknown values.
 WeightFormat load_time_quantization(const std::string& flag, QuantMethod checkpoint = QuantMethod::None);
+
+// The format load-time quantization to `format` stores on `backend`: Int8 for Fp8 where the matmuls read
+// no FP8 (Backend::reads_fp8_weights), else `format`.
+WeightFormat stored_format(WeightFormat format, const Backend& backend);
 
 // Bytes the text model's weights take in `format`: the embedding in 16 bits, every matrix in the
 // format (a quantized tied lm_head as its own copy), norms and gates as stored (approximated).

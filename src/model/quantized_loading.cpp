@@ -26,7 +26,7 @@ bool keeps_groups(const QuantizedMatrix& m, int64_t begin, int64_t count) {
 
 // Rows s.rows (all when empty) and columns [col_begin, col_begin + col_count) of `h`.
 HostLinear cut(const HostLinear& h, const Slice& s) {
-  const bool int8 = h.format == WeightFormat::Int8;
+  const int64_t codes_per_byte = h.format == WeightFormat::Int4 ? 2 : 1;
   const bool per_row = h.group == h.cols;
   const int64_t cb = s.col_count < 0 ? 0 : s.col_begin, cc = s.col_count < 0 ? h.cols : s.col_count;
   DCU_CHECK(cb % 32 == 0 && cc % 32 == 0 && (per_row || (cb % h.group == 0 && cc % h.group == 0)));
@@ -36,7 +36,7 @@ HostLinear cut(const HostLinear& h, const Slice& s) {
   out.group = per_row ? cc : h.group;
   out.k_order = h.k_order;  // rows only (load_quantized_matrix refuses a column cut of act-order)
   const int64_t groups = h.groups_per_row(), g0 = per_row ? 0 : cb / h.group, gc = per_row ? 1 : cc / h.group;
-  const int64_t row_bytes = int8 ? h.cols : h.cols / 2, b0 = int8 ? cb : cb / 2, bc = int8 ? cc : cc / 2;
+  const int64_t row_bytes = h.cols / codes_per_byte, b0 = cb / codes_per_byte, bc = cc / codes_per_byte;
   std::vector<std::pair<int64_t, int64_t>> ranges = s.rows;
   if (ranges.empty()) ranges = {{0, h.rows}};
   for (auto [begin, count] : ranges) {

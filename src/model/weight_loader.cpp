@@ -380,7 +380,9 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
     if (quantized_index[i] >= 0) {
       const QuantizedMatrix& m = shipped_quantized[size_t(quantized_index[i])];
       bool requantized_here = false;
-      *std::get<Linear*>(e.slot) = upload(load_quantized_matrix(ckpt, m, &requantized_here));
+      HostLinear host = load_quantized_matrix(ckpt, m, &requantized_here);
+      if (host.format == WeightFormat::Fp8 && !backend.reads_fp8_weights()) host = fp8_as_int8(host);
+      *std::get<Linear*>(e.slot) = upload(host);
       if (requantized_here) requantized.push_back(m.module);
       done += slice_bytes[i];
       if (progress) progress(done, total);
@@ -399,7 +401,7 @@ ModelWeights load_weights(const std::string& model_dir, const ModelConfig& confi
       const char* rows = static_cast<const char*>(t->data);
       if (!one_row_range) rows = (gathered = gather_slice(e, t->data, dtype)).data();
       else rows += first_row_offset(e, *t);
-      HostLinear host = make_host_linear(options.quantize, shape[0], shape[1], e.name);
+      HostLinear host = make_host_linear(stored_format(options.quantize, backend), shape[0], shape[1], e.name);
       quantize_rows(rows, dtype, 0, shape[0], host);
       *std::get<Linear*>(e.slot) = upload(host);
       done += slice_bytes[i];
@@ -507,7 +509,7 @@ ModelWeights random_weights(const ModelConfig& config, Backend& backend, DType d
     const uint64_t stream = seed * 0x9E3779B97F4A7C15ull + first;
     constexpr size_t kChunk = 1 << 22;
     if (quantizing && e.is_matrix() && !keeps_16_bit(e.name)) {  // whole rows at a time
-      HostLinear host = make_host_linear(quantize, shape[0], shape[1], e.name);
+      HostLinear host = make_host_linear(stored_format(quantize, backend), shape[0], shape[1], e.name);
       const int64_t chunk_rows = std::max<int64_t>(1, int64_t(kChunk) / local_cols);
       for (int64_t row0 = 0; row0 < shape[0]; row0 += chunk_rows) {
         const int64_t count = std::min(chunk_rows, shape[0] - row0);

@@ -1,7 +1,8 @@
 // Checkpoint format decoders against fixtures packed by tools/quant_fixtures.py from each format's
 // documented layout (tests/data/quant): every element of the decoded canonical matrix, read through
-// Linear::at as the backends read it, equals the packer's dequantized matrix exactly. FP8 blocks are
-// requantized to int8 within half a scale step. Broken checkpoints fail naming the tensor.
+// Linear::at as the backends read it, equals the packer's dequantized matrix exactly. FP8 blocks as
+// requantized to int8 for backends without FP8 matmuls: within half a scale step. Broken checkpoints
+// fail naming the tensor.
 
 #include <unistd.h>
 
@@ -20,7 +21,7 @@
 #include "backend/linear.h"
 #include "core/error.h"
 #include "model/checkpoint_formats.h"
-#include "model/fp8_e4m3.h"
+#include "core/fp8_e4m3.h"
 
 namespace dcu {
 namespace {
@@ -65,8 +66,9 @@ Linear view(HostLinear& h) {
   w.format = h.format;
   w.in_features = h.cols;
   w.group = h.group;
-  const bool int8 = h.format == WeightFormat::Int8;
-  w.weight = Tensor(h.codes.data(), int8 ? DType::I8 : DType::U8, {h.rows, int8 ? h.cols : h.cols / 2});
+  const bool int4 = h.format == WeightFormat::Int4;
+  w.weight = Tensor(h.codes.data(), h.format == WeightFormat::Int8 ? DType::I8 : DType::U8,
+                    {h.rows, int4 ? h.cols / 2 : h.cols});
   w.scales = Tensor(h.scales.data(), DType::F32, {h.rows, h.groups_per_row()});
   if (!h.zeros.empty()) w.zeros = Tensor(h.zeros.data(), DType::U8, {h.rows, h.groups_per_row()});
   check_linear(w, "decoded");
@@ -100,7 +102,6 @@ HostLinear decode(const Fixture& f) {
 
 TEST(CheckpointFormats, EveryFixtureDecodesExactly) {
   for (const Fixture& f : fixtures()) {
-    if (f.module == "fp8_block") continue;  // requantized: checked by bounds below
     SCOPED_TRACE(f.module);
     HostLinear h = decode(f);
     EXPECT_EQ(h.rows, f.N);
@@ -133,7 +134,7 @@ TEST(CheckpointFormats, CanonicalFormatGroupAndOrder) {
                         Want{"ct_pack4_g64_actorder", WeightFormat::Int4, 64, false, true},
                         Want{"ct_pack8_g64_asym", WeightFormat::Int8, 64, false, false},
                         Want{"ct_int8_channel", WeightFormat::Int8, 256, false, false},
-                        Want{"fp8_block", WeightFormat::Int8, 128, false, false}}) {
+                        Want{"fp8_block", WeightFormat::Fp8, 128, false, false}}) {
     SCOPED_TRACE(w.module);
     const HostLinear h = decode(fixture(w.module));
     EXPECT_EQ(h.format, w.format);
@@ -172,9 +173,29 @@ TEST(CheckpointFormats, Fp8DecoderMatchesTheFormulaOnEveryByte) {
   EXPECT_TRUE(std::isnan(fp8_e4m3_to_f32(0xFF)));
 }
 
+// Load-time FP8 (model/quantize.cpp): every finite byte's value encodes back to the byte, a value halfway
+// between two neighbours goes to the even mantissa and anything nearer to the nearer one, beyond 448
+// saturates.
+TEST(CheckpointFormats, Fp8EncoderRoundsToNearestEven) {
+  for (int b = 0; b < 256; ++b) {
+    if ((b & 0x7F) == 0x7F) continue;  // NaN
+    EXPECT_EQ(fp8_e4m3_from_f32(fp8_e4m3_to_f32(uint8_t(b))), b) << "byte " << b;
+  }
+  for (int b = 0; b < 0x7E; ++b) {  // positive neighbours b, b + 1 (the negative side mirrors them)
+    const float lo = fp8_e4m3_to_f32(uint8_t(b)), hi = fp8_e4m3_to_f32(uint8_t(b + 1)), mid = (lo + hi) / 2;
+    EXPECT_EQ(fp8_e4m3_from_f32(mid), b % 2 == 0 ? b : b + 1) << "between bytes " << b << " and " << b + 1;
+    EXPECT_EQ(fp8_e4m3_from_f32(std::nextafter(mid, 0.0f)), b);
+    EXPECT_EQ(fp8_e4m3_from_f32(std::nextafter(mid, 1e3f)), b + 1);
+    EXPECT_EQ(fp8_e4m3_from_f32(-mid), 0x80 | (b % 2 == 0 ? b : b + 1));
+  }
+  EXPECT_EQ(fp8_e4m3_from_f32(1000.0f), 0x7E);
+  EXPECT_EQ(fp8_e4m3_from_f32(-460.0f), 0xFE);
+}
+
 TEST(CheckpointFormats, Fp8BlocksRequantizeWithinHalfAStep) {
   const Fixture& f = fixture("fp8_block");
-  HostLinear h = decode(f);
+  HostLinear h = fp8_as_int8(decode(f));
+  EXPECT_EQ(h.format, WeightFormat::Int8);
   const std::vector<float> got = dequantized(h), want = expected_of(f);
   for (int64_t n = 0; n < f.N; ++n)
     for (int64_t g = 0; g < f.K / 128; ++g) {

@@ -1,6 +1,6 @@
 // --quantization against the checkpoint's quant_method (model/quantize.h load_time_quantization): vLLM's
-// method names must match the checkpoint, int8 / int4 quantize what is stored in 16 bits, anything else
-// is an error that says what would work.
+// method names must match the checkpoint (fp8 also quantizes a 16-bit one), int8 / int4 quantize what is
+// stored in 16 bits, anything else is an error that says what would work.
 
 #include <gtest/gtest.h>
 
@@ -24,11 +24,12 @@ TEST(QuantizationFlag, SixteenBitCheckpoint) {
   EXPECT_EQ(load_time_quantization(""), WeightFormat::Dense);
   EXPECT_EQ(load_time_quantization("int8"), WeightFormat::Int8);
   EXPECT_EQ(load_time_quantization("int4"), WeightFormat::Int4);
-  for (const char* method : {"gptq", "gptq_marlin", "awq", "awq_marlin", "compressed-tensors", "fp8"})
+  EXPECT_EQ(load_time_quantization("fp8"), WeightFormat::Fp8);  // vLLM's FP8 of a 16-bit checkpoint
+  for (const char* method : {"gptq", "gptq_marlin", "awq", "awq_marlin", "compressed-tensors"})
     EXPECT_NE(error_of(method, QuantMethod::None)
                   .find(std::string("--quantization ") + method +
-                        ": the checkpoint is not quantized (its config.json has no quantization_config); use int8 or "
-                        "int4 to quantize it while loading"),
+                        ": the checkpoint is not quantized (its config.json has no quantization_config); use int8, "
+                        "int4 or fp8 to quantize it while loading"),
               std::string::npos)
         << method;
 }
@@ -56,7 +57,7 @@ TEST(QuantizationFlag, MethodThatDisagreesWithTheCheckpoint) {
 }
 
 TEST(QuantizationFlag, UnknownValue) {
-  EXPECT_NE(error_of("int3", QuantMethod::None).find("--quantization int3 is not supported; use none, int8 or int4"),
+  EXPECT_NE(error_of("int3", QuantMethod::None).find("--quantization int3 is not supported; use none, int8, int4 or fp8"),
             std::string::npos);
   EXPECT_NE(error_of("bitsandbytes", QuantMethod::Gptq).find("gptq, gptq_marlin, awq, awq_marlin, compressed-tensors, fp8"),
             std::string::npos);

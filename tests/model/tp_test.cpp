@@ -73,7 +73,7 @@ TEST(TensorParallelGolden, TwoRanksReproduceReferenceGreedy) {
 TEST(TensorParallelQuantized, RanksQuantizeTheirSlicesAsOneRankDoes) {
   ModelConfig c = load_model_config(k27bHeads);
   c.head_dim = 32, c.rotary_dim = 8;
-  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4}) {
+  for (WeightFormat f : {WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Fp8}) {
     TpSetup setup;
     setup.weights.quantize = f;
     TpModel one(c, 1, 5, setup), two(c, 2, 5, setup);

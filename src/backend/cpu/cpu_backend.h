@@ -49,6 +49,7 @@ class CpuBackend : public Backend {
   void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
     cpu::add_rms_norm(x, y, w, eps, unit_offset, out);
   }
+  bool reads_fp8_weights() const override { return options_.reads_fp8_weights; }
   void matmul(const Tensor& x, const Linear& w, Tensor y) override { cpu::matmul(x, w, y, options_.int8_activations); }
   void add(Tensor x, const Tensor& y) override { cpu::add(x, y); }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { cpu::swiglu(gate, up, out); }

@@ -1,16 +1,19 @@
 // y = x . w^T with f32 activations and BF16/F16/F32 weights. Each weight row is read once per call and
 // shared by up to kRowBlock token rows; AVX2+FMA+F16C when available, portable code otherwise.
-// Quantized weights (int8, int4) are dequantized a pair of rows at a time into f32 and take the same
-// dot products: the reference every GPU kernel is tested against, exact but for the f32 sums' order.
-// With int8 activations (backend/activation_quantization.h) they multiply the rounded activations.
+// Quantized weights (int8, int4, fp8) are dequantized a pair of rows at a time into f32 and take the
+// same dot products: the reference every GPU kernel is tested against, exact but for the f32 sums'
+// order. With int8 activations (backend/activation_quantization.h) integer codes multiply the rounded
+// activations.
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include <immintrin.h>
 
 #include "backend/activation_quantization.h"
 #include "backend/cpu/cpu_ops.h"
+#include "core/fp8_e4m3.h"
 
 namespace dcu::cpu {
 namespace {
@@ -132,6 +135,16 @@ void dequantize_row(const Linear& w, int64_t n, float* out) {
     for (int64_t k = 0; k < K; ++k) out[k] = scales[k / G] * float(q[k]);
     return;
   }
+  if (w.format == WeightFormat::Fp8) {
+    static const std::array<float, 256> kValues = [] {
+      std::array<float, 256> v{};
+      for (int b = 0; b < 256; ++b) v[size_t(b)] = fp8_e4m3_to_f32(uint8_t(b));
+      return v;
+    }();
+    const uint8_t* q = w.weight.as<uint8_t>() + n * K;
+    for (int64_t k = 0; k < K; ++k) out[k] = scales[k / G] * kValues[q[k]];
+    return;
+  }
   const uint8_t* packed = w.weight.as<uint8_t>() + n * (K / 2);
   const uint8_t* zeros = w.zeros.empty() ? nullptr : w.zeros.as<uint8_t>() + n * groups;
   for (int64_t k = 0; k < K; ++k) {
@@ -174,6 +187,7 @@ void matmul(const Tensor& x, const Linear& w, Tensor y, bool int8_activations) {
   const Tensor& d = w.weight;
   if (w.quantized()) {
     // The activations in the weight's column order (act-order), rounded to int8 blocks on request.
+    int8_activations = int8_activations && integer_codes(w.format);
     std::vector<float> prepared;
     const float* in = x.as<float>();
     if (!w.k_order.empty() || int8_activations) {

@@ -11,7 +11,8 @@ namespace dcu::cpu {
 void embed(const Tensor& table, const Tensor& ids, Tensor out);
 void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out);
 void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out);
-// int8_activations: a quantized w multiplies x rounded to int8 blocks (backend/activation_quantization.h).
+// int8_activations: a w of integer codes (Int8, Int4) multiplies x rounded to int8 blocks
+// (backend/activation_quantization.h).
 void matmul(const Tensor& x, const Linear& w, Tensor y, bool int8_activations = false);
 void add(Tensor x, const Tensor& y);
 void swiglu(const Tensor& gate, const Tensor& up, Tensor out);

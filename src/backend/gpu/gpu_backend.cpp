@@ -385,6 +385,7 @@ class GpuBackend final : public Backend {
       const Linear& w = ws[i];
       const Tensor& y = ys[i];
       DCU_CHECK(f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
+      DCU_CHECK(w.format != WeightFormat::Fp8);  // the loader gives GPUs int8 instead (reads_fp8_weights)
       group[i] = {x.as<float>(), w.weight.data, w.weight.dtype, y.as<float>(), T, K, w.rows(), w.format,
                   w.scales.empty() ? nullptr : w.scales.as<float>(),
                   w.zeros.empty() ? nullptr : w.zeros.as<uint8_t>(), w.group};

@@ -358,6 +358,7 @@ void run_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu =
     case WeightFormat::Int8: go(Int8Code{}); break;
     case WeightFormat::Int4: go(Int4Pair{}); break;
     case WeightFormat::Dense: with_elem_type(group[0].w_type, go); break;
+    case WeightFormat::Fp8: fail_call("matmul", __FILE__, __LINE__, "FP8 weights (the loader gives GPUs int8)");
   }
   GPU_CHECK_LAUNCH();
 }

@@ -310,6 +310,7 @@ void launch_tensor_core_matmul(const Launch& l, const MatmulArgs* group, int cou
   switch (group[0].format) {
     case WeightFormat::Int8: return launch_typed<Int8Code>(l, group, count, scratch);
     case WeightFormat::Int4: return launch_typed<Int4Pair>(l, group, count, scratch);
+    case WeightFormat::Fp8: fail_call("matmul", __FILE__, __LINE__, "FP8 weights (the loader gives GPUs int8)");
     case WeightFormat::Dense: break;
   }
   if (group[0].w_type == DType::BF16) launch_typed<Bf16>(l, group, count, scratch);
