@@ -97,9 +97,9 @@ class Backend {
   // x += y, then out = rms_norm(x) as above: the residual add fused with the next norm.
   // x, y, out [R, n] (out must not alias x or y); w [n]
   virtual void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) = 0;
-  // Whether matmuls read WeightFormat::Fp8; the loader converts FP8 to Int8 for those that do not (the
-  // GPU backends for now; gfx906 also for good: it has no FP8 arithmetic, and its int8 GEMVs multiply
-  // int8 activations with v_dot4).
+  // Whether matmuls read WeightFormat::Fp8 (the CPU, CUDA); the loader converts FP8 to Int8 for those
+  // that do not (HIP GPUs: gfx906 has no FP8 arithmetic, and its int8 GEMVs multiply int8 activations
+  // with v_dot4).
   virtual bool reads_fp8_weights() const { return false; }
   // y = x . w^T.   x [T, K] f32, w [N, K] (any format the backend reads), y [T, N] f32
   virtual void matmul(const Tensor& x, const Linear& w, Tensor y) = 0;

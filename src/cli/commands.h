@@ -43,7 +43,7 @@ inline constexpr const char* kQuantizationHelp =
     "quantization_config loads as shipped; a method name must match it (as in vLLM). int8 | int4 quantize the "
     "matrices stored in 16 bits while loading (symmetric, one scale per 128 inputs of a row), on a quantized "
     "checkpoint those it left in 16 bits; fp8 on a 16-bit checkpoint quantizes it to FP8 E4M3 the same way (int8 on "
-    "GPUs)";
+    "HIP GPUs)";
 
 // --speculative-config '{"method": "mtp", "num_speculative_tokens": k}' (vLLM's flag), checked while
 // the command line is parsed (engine/speculative_config.h); shared by serve, generate and bench.

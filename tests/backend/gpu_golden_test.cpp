@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuGolden,
                            return model + (std::get<1>(info.param) == 0 ? "_native_" : "_wave64_") + mode;
                          });
 
-// Quantized weights (--quantization int8 / int4) on the GPU against the same quantization on the
+// Quantized weights (--quantization int8 / int4 / fp8) on the GPU against the same quantization on the
 // CPU, whose own accuracy against transformers tests/model/quantized_model_test.cpp measures: prefill
 // logits of the demo chats within the mode's tolerance, identical greedy continuations, and decode
 // graphs equal to eager steps. Every kernel a quantized step takes runs: the GEMV with its folded
@@ -140,7 +140,11 @@ class GpuQuantizedModel : public ::testing::TestWithParam<QuantizedParam> {
 };
 
 TEST_P(GpuQuantizedModel, MatchesTheCpu) {
-  auto cpu = load(make_cpu_backend({.int8_activations = std::get<3>(GetParam())})), gpu_model = load(gpu());
+  std::unique_ptr<Backend> device = gpu();
+  // The CPU stores what the GPU stores (HIP GPUs: FP8 as int8).
+  auto cpu = load(make_cpu_backend({.int8_activations = std::get<3>(GetParam()),
+                                    .reads_fp8_weights = device->reads_fp8_weights()}));
+  auto gpu_model = load(std::move(device));
   const float tolerance = logit_tolerance(std::get<2>(GetParam()), kDemo);
   for (const ReferenceCase& c : reference_cases(kDemo)) {
     auto a = cpu->start_sequence(c.ids), b = gpu_model->start_sequence(c.ids);
@@ -170,7 +174,7 @@ TEST_P(GpuQuantizedModel, DecodeGraphsMatchEagerSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GpuQuantizedModel,
-                         ::testing::Combine(::testing::Values(WeightFormat::Int8, WeightFormat::Int4),
+                         ::testing::Combine(::testing::Values(WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Fp8),
                                             ::testing::Values(0, 64), ::testing::Values("float32", "bfloat16"),
                                             ::testing::Bool()),
                          [](const auto& info) {

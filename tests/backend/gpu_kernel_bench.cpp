@@ -85,7 +85,7 @@ struct QuantizedWeights {
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<Linear> copies;
   QuantizedWeights(Backend& be, int64_t N, int64_t K, WeightFormat f, int64_t group) {
-    const int64_t code_cols = f == WeightFormat::Int8 ? K : K / 2;
+    const int64_t code_cols = f == WeightFormat::Int4 ? K / 2 : K;
     const int n = int(std::max(1.0, std::ceil(512e6 / (double(N) * double(code_cols)))));
     for (int i = 0; i < n; ++i) {
       Linear w;
@@ -104,12 +104,15 @@ struct QuantizedWeights {
 // bandwidth and what gfx906's 1,024 GB/s would take for the same bytes. `path` names the kernel the
 // backend's mode picks (the GEMV in the f32 mode, which gfx906 runs too; tensor cores in CUDA's bf16 mode;
 // with int8 activations the integer GEMV, and from 3 rows the quantize kernel before it, timed together).
-void quantized_matmul_table(Backend& be, double copy_bw, const char* path) {
+// fp8: FP8 rows too (where the backend reads FP8; their activations stay f32, so not in the int8 tables).
+void quantized_matmul_table(Backend& be, double copy_bw, const char* path, bool fp8 = false) {
   std::printf("\n## Decode matmul, quantized weights: %s\n\n", path);
   std::printf("| shape [N, K] | what | format | T | weight MB | time us | GB/s | of copy bw | Z100 us at 1024 GB/s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : kShapes27B)
-    for (auto [f, group] : {std::pair{WeightFormat::Int8, s.K}, std::pair{WeightFormat::Int4, int64_t(128)}}) {
+    for (auto [f, group] : {std::pair{WeightFormat::Int8, s.K}, std::pair{WeightFormat::Int4, int64_t(128)},
+                            std::pair{WeightFormat::Fp8, int64_t(128)}}) {
+      if (f == WeightFormat::Fp8 && !(fp8 && be.reads_fp8_weights())) continue;
       const QuantizedWeights w(be, s.N, s.K, f, group);
       for (int64_t T : {1, 2, 3, 4, 8, 16}) {
         Buffer x(be, DType::F32, {T, s.K}), y(be, DType::F32, {T, s.N});
@@ -170,35 +173,40 @@ void matmul_tables(Backend& exact, Backend& fast, double copy_bw) {
   }
 }
 
-// Paged attention with the 27B layout (nh 24, nkv 4, d 256), bf16 cache, every sequence at `ctx`; the
-// share of the copy bandwidth, and the Z100 time of one TP4 rank (one KV head, a quarter of the bytes)
-// at ~1 TB/s and the same share.
+// Paged attention with the 27B layout (nh 24, nkv 4, d 256), bf16 or int8 cache, every sequence at
+// `ctx`; the share of the copy bandwidth, and the Z100 time of one TP4 rank (one KV head, a quarter of
+// the bytes) at ~1 TB/s and the same share. Bytes: codes or 16-bit elements, plus int8's f32 scales.
 void attention_tables(Backend& be, double copy_bw) {
-  std::printf("\n## Paged attention (nh 24, nkv 4, d 256, bf16 KV)\n\n");
-  std::printf("| case | time us | KV MB read | GB/s | of copy bw | Z100 TP4 us |\n|---|---|---|---|---|---|\n");
+  std::printf("\n## Paged attention (nh 24, nkv 4, d 256)\n\n");
+  std::printf("| case | KV | time us | KV MB read | GB/s | of copy bw | Z100 TP4 us |\n|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(3);
-  auto run = [&](int seqs, int ctx, int rows) {
+  auto run = [&](int seqs, int ctx, int rows, DType type) {
     const int bs = 16, blocks = seqs * ((ctx + rows + bs - 1) / bs + 1);
     std::vector<std::pair<int, int>> shape(static_cast<size_t>(seqs), {ctx, rows});
     TestBatch batch(be, shape, bs, blocks, seqs, rng);
     const int64_t T = batch.host.num_tokens();
-    Buffer kc(be, DType::BF16, {blocks, bs, 4, 256}), vc(be, DType::BF16, {blocks, bs, 4, 256});
+    Buffer kc(be, type, {blocks, bs, 4, 256}), vc(be, type, {blocks, bs, 4, 256});
+    Buffer ks(be, DType::F32, {blocks, bs, 4}), vs(be, DType::F32, {blocks, bs, 4});
     Buffer q(be, DType::F32, {T, 24, 256}), out(be, DType::F32, {T, 24, 256});
-    PagedKv cache{kc.t, vc.t, bs};
+    const PagedKv cache = type == DType::I8 ? PagedKv{kc.t, vc.t, bs, ks.t, vs.t} : PagedKv{kc.t, vc.t, bs};
     const double us = time_us(be, [&](int) { be.paged_attention(q.t, cache, batch.device_layout, 0.0625f, out.t); },
                               rows > 16 ? 3 : 50);
-    const double kv = double(seqs) * (ctx + rows) * 4 * 256 * 2 * 2;
+    const double per_element = type == DType::I8 ? 1.0 + 4.0 / 256 : 2.0;
+    const double kv = double(seqs) * (ctx + rows) * 4 * 256 * 2 * per_element;
     const double share = kv / (us * 1e-6) / copy_bw;
-    std::printf("| %d seq x %d new tokens at context %d | %.1f | %.1f | %.0f | %.0f %% | %.0f |\n", seqs, rows, ctx, us,
-                kv / 1e6, kv / us / 1e3, 100 * share, kv / 4 / (1e12 * share) * 1e6);
+    std::printf("| %d seq x %d new tokens at context %d | %s | %.1f | %.1f | %.0f | %.0f %% | %.0f |\n", seqs, rows, ctx,
+                std::string(dtype_name(type)).c_str(), us, kv / 1e6, kv / us / 1e3, 100 * share,
+                kv / 4 / (1e12 * share) * 1e6);
   };
-  for (int b : {1, 8, 32}) run(b, 128, 1);
-  for (int b : {1, 32}) run(b, 4096, 1);
-  for (int b : {1, 8}) run(b, 32768, 1);
-  run(1, 131072, 1);
-  run(1, 262143, 1);
-  for (int b : {1, 8}) run(b, 32768, 3);  // speculative verify steps, k = 2
-  run(1, 0, 2048);                        // prefill
+  for (DType type : {DType::BF16, DType::I8}) {
+    for (int b : {1, 8, 32}) run(b, 128, 1, type);
+    for (int b : {1, 32}) run(b, 4096, 1, type);
+    for (int b : {1, 8}) run(b, 32768, 1, type);
+    run(1, 131072, 1, type);
+    run(1, 262143, 1, type);
+    for (int b : {1, 8}) run(b, 32768, 3, type);  // speculative verify steps, k = 2
+  }
+  run(1, 0, 2048, DType::BF16);  // prefill
 }
 
 // Prefill attention with the 27B layout for each server KV cache type: prompts from position 0 and a
@@ -390,8 +398,8 @@ int main(int argc, char** argv) {
   }
   if (only == "quantized") {
     const double bw = copy_bandwidth(*exact);
-    quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)");
-    quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)");
+    quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)", true);
+    quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)", true);
     quantized_matmul_table(*int8, bw, "int8 activations, integer GEMV (its 16 rows, as on gfx906)");
     quantized_matmul_table(*int8_tensor, bw, kInt8TensorPath);
     return 0;
@@ -403,8 +411,8 @@ int main(int argc, char** argv) {
   const double bw = copy_bandwidth(*exact);
   std::printf("\ncopy bandwidth (read + write, 1 GiB cudaMemcpy D2D): %.0f GB/s\n", bw / 1e9);
   matmul_tables(*exact, *fast, bw);
-  quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)");
-  quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)");
+  quantized_matmul_table(*exact, bw, "f32 activations, GEMV (f32 mode)", true);
+  quantized_matmul_table(*fast, bw, "f32 activations, GEMV to 2 rows, then tensor cores (bf16 mode)", true);
   quantized_matmul_table(*int8, bw, "int8 activations, integer GEMV (its 16 rows, as on gfx906)");
   quantized_matmul_table(*int8_tensor, bw, kInt8TensorPath);
   attention_tables(*exact, bw);

@@ -2,13 +2,13 @@
 // (up to 16 rows; every fusion the decode step uses), on CUDA's vendor-BLAS mode the tensor-core
 // kernel (up to 32 rows), and the prompt-sized path that expands the codes into 16-bit weights, at
 // the device's warp width and at 64 lanes (gfx906's wave64), each with f32 activations and with int8
-// ones (GpuBackendOptions::int8_activations: the GEMV multiplies codes; the CPU reference multiplies the
-// same rounded activations). Skips when no GPU is present.
+// ones (GpuBackendOptions::int8_activations: the GEMV multiplies int8 and int4 codes; the CPU reference
+// multiplies the same rounded activations; fp8 keeps f32 activations on both). Skips when no GPU is present.
 //
 // Tolerances (max |gpu - cpu| / max(1, max |cpu|)):
-//   GEMV: 1e-4. It forms the same f32 weights scale * (q - zero) as the CPU, exactly; only the order
-//     of the f32 sums differs. Tensor cores: 1e-4 too (the codes are exact in bf16, the activations
-//     split hi + lo).
+//   GEMV: 1e-4. It forms the same f32 weights scale * (q - zero) (fp8: scale * e4m3(q)) as the CPU,
+//     exactly; only the order of the f32 sums differs. Tensor cores: 1e-4 too (the codes are exact in
+//     bf16, the activations split hi + lo).
 //   expanded path (more than 16 rows): 4e-3. In the bf16 mode the expanded weights are rounded to
 //     bf16 (CUDA) or f16 (rocBLAS) while the reference's are exact f32 (the f32 mode expands to f32).
 //   int8 activations: the same; the GEMV's integer sums are exact. Where the GEMV folds the norm, 2e-3:
@@ -57,6 +57,9 @@ std::string describe(const Case& c) {
 
 float tolerance(const Case& c) { return c.T <= 16 ? 1e-4f : 4e-3f; }
 
+// FP8 matmuls run where the backend reads FP8 (CUDA; HIP GPUs load FP8 checkpoints as int8).
+bool reads(const Backend& be, WeightFormat f) { return f != WeightFormat::Fp8 || be.reads_fp8_weights(); }
+
 // Parameters: the logical warp width (0: the device's), int8 activations.
 class GpuQuantizedOps : public ::testing::TestWithParam<std::tuple<int, bool>> {
  protected:
@@ -89,12 +92,17 @@ const std::vector<Case> kCases = {
     {24, 2048, 300, WeightFormat::Int8, 2048},
     {64, 512, 1000, WeightFormat::Int8, 512},
     {3, 256, 33, WeightFormat::Int4, 64},            // N not a multiple of the block's columns
+    {1, 5120, 4096, WeightFormat::Fp8, 128},         // FP8 checkpoints (CUDA: int8 on HIP), decode GEMV
+    {4, 5120, 1024, WeightFormat::Fp8, 128},         // the GEMV (f32 mode) or tensor cores (bf16 mode)
+    {24, 1024, 640, WeightFormat::Fp8, 128},
+    {64, 512, 1000, WeightFormat::Fp8, 128},         // expanded
 };
 
 TEST_P(GpuQuantizedOps, Matmul) {
   for (const char* mode : {"float32", "bfloat16"}) {
     auto be = backend(mode);
     for (const Case& c : kCases) {
+      if (!reads(*be, c.format)) continue;
       const HostLinear h = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
       HostTensor x(DType::F32, {c.T, c.K}), y(DType::F32, {c.T, c.N});
       x.random(rng, -2, 2);
@@ -136,10 +144,12 @@ TEST_P(GpuQuantizedOps, MatmulGroupOfMixedFormats) {
 
 TEST_P(GpuQuantizedOps, GateUpSwiglu) {
   const std::vector<Case> cases = {{1, 5120, 4352, WeightFormat::Int4, 128}, {2, 1024, 3584, WeightFormat::Int8, 1024},
-                                   {8, 512, 1000, WeightFormat::Int4, 32, true}, {40, 640, 300, WeightFormat::Int8, 640}};
+                                   {8, 512, 1000, WeightFormat::Int4, 32, true}, {40, 640, 300, WeightFormat::Int8, 640},
+                                   {1, 1024, 2000, WeightFormat::Fp8, 128}};
   for (const char* mode : {"float32", "bfloat16"}) {
     auto be = backend(mode);
     for (const Case& c : cases) {
+      if (!reads(*be, c.format)) continue;
       const HostLinear gw = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
       const HostLinear uw = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
       HostTensor x(DType::F32, {c.T, c.K}), gate(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N});
@@ -160,11 +170,12 @@ TEST_P(GpuQuantizedOps, GateUpSwiglu) {
 // into the quantize kernel before it from 2 rows, and for int4 weights at one row too), and accumulation.
 TEST_P(GpuQuantizedOps, NormsFoldedIntoMatmuls) {
   const std::vector<Case> cases = {{1, 5120, 6144, WeightFormat::Int8, 5120}, {2, 4096, 3000, WeightFormat::Int4, 128, true},
-                                   {1, 256, 1024, WeightFormat::Int4, 32},    {2, 5120, 2000, WeightFormat::Int8, 128}};
+                                   {1, 256, 1024, WeightFormat::Int4, 32},    {2, 5120, 2000, WeightFormat::Int8, 128},
+                                   {2, 1024, 3000, WeightFormat::Fp8, 128}};
   for (const char* mode : {"float32", "bfloat16"}) {
     auto be = backend(mode);
     for (const Case& c : cases) {
-      if (!be->fuses_norms(c.T)) continue;  // the GEMV takes these rows
+      if (!be->fuses_norms(c.T) || !reads(*be, c.format)) continue;  // the GEMV takes these rows
       const HostLinear w = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
       const HostLinear up_w = random_quantized(rng, c.format, c.N, c.K, c.group, c.zeros);
       HostTensor x(DType::F32, {c.T, c.K}), nw(DType::BF16, {c.K}), normed(DType::F32, {c.T, c.K});

@@ -21,6 +21,10 @@ __global__ void expand_kernel(const MatmulArgs a, H* out) {
       const uint32_t words[2] = {u.x, u.y};
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = scale * float(int8_t(words[j / 4] >> (8 * (j % 4))));
+    } else if (a.format == WeightFormat::Fp8) {
+      const uint2 u = reinterpret_cast<const uint2*>(a.w)[c];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = scale * fp8_value((j < 4 ? u.x : u.y) >> (8 * (j % 4)));
     } else {
       const uint32_t w = reinterpret_cast<const uint32_t*>(a.w)[c];
       const float zero = a.zeros ? float(a.zeros[g]) : 8.0f;

@@ -277,8 +277,8 @@ void quantize(const Launch& l, const float* x, int64_t T, int64_t K, const GemvF
 void launch_int8_activation_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu,
                                  const GemvFusion& fusion) {
   const MatmulArgs& a = group[0];
-  if (a.T > kGemvMaxTokens || a.K % kBlock != 0 || a.format == WeightFormat::Dense)
-    fail_call("launch_int8_activation_gemv", __FILE__, __LINE__, "needs quantized weights, K % 32 == 0, T <= 16");
+  if (a.T > kGemvMaxTokens || a.K % kBlock != 0 || !integer_codes(a.format))
+    fail_call("launch_int8_activation_gemv", __FILE__, __LINE__, "needs int8 or int4 weights, K % 32 == 0, T <= 16");
   GemvActivations in;
   GemvFusion rest = fusion;
   const int in_block_rows =

@@ -27,7 +27,7 @@ struct Launch {
   bool overlap = false;       // launch_overlapping may overlap kernels (CUDA, compute capability 9.0+)
   Scratch* expanded = nullptr;  // where quantized weights are expanded for prompt-sized matmuls
   int multiprocessors = 1;      // SMs / CUs of the device: sizes grids that must cover it
-  // Matmuls of quantized weights round their activations to int8 blocks (backend/activation_quantization.h):
+  // Matmuls of int8 and int4 weights round their activations to int8 blocks (backend/activation_quantization.h):
   // the decode rows multiply codes (gemv_int8_activations.cu), larger ones the rounded values.
   bool int8_activations = false;
   Scratch* activations = nullptr;  // the codes or rounded activations of those matmuls
@@ -111,7 +111,7 @@ bool kernels_can_overlap();
 void launch_split16(const Launch& l, const float* x, void* hi, void* lo, int64_t n, DType type);
 
 // ---- gemv_int8_activations.cu ---------------------------------------------------------------------
-// The GEMV of Launch::int8_activations (matmul.cu's run_gemv sends quantized weights there): a group as
+// The GEMV of Launch::int8_activations (matmul.cu's run_gemv sends int8 and int4 weights there): a group as
 // launch_matmul_group's GEMV takes it (T <= kGemvMaxTokens), with the same fusions; the norm goes into
 // the kernel that quantizes x, in Launch::activations.
 void launch_int8_activation_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu,
@@ -252,15 +252,24 @@ void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, d
   kernel<<<grid, block, smem, l.stream>>>(Params(args)...);
 }
 
-// The kernels' element types for quantized codes (backend/linear.h): one int8 code, or a byte of two
-// int4 codes.
+// The kernels' element types for quantized codes (backend/linear.h): one int8 code, a byte of two
+// int4 codes, or one FP8 E4M3 byte (CUDA only: the loader converts FP8 to int8 for HIP backends).
 struct Int8Code { int8_t bits; };
 struct Int4Pair { uint8_t bits; };
-template <typename W> constexpr bool kQuantized = std::is_same_v<W, Int8Code> || std::is_same_v<W, Int4Pair>;
+struct Fp8Code { uint8_t bits; };
+template <typename W> constexpr bool kIntegerCodes = std::is_same_v<W, Int8Code> || std::is_same_v<W, Int4Pair>;
+template <typename W> constexpr bool kQuantized = kIntegerCodes<W> || std::is_same_v<W, Fp8Code>;
 template <typename W> constexpr int kCodesPerElement = std::is_same_v<W, Int4Pair> ? 2 : 1;
 
 // A code q as the f32 2^23 + q: its bits are 0x4B000000 | q (exact for q < 2^23).
 __device__ __forceinline__ float magic_float(uint32_t q) { return __uint_as_float(0x4B000000u | q); }
+
+// The value of the E4M3 byte in the low 8 bits of b, exactly: its exponent and mantissa bits become an
+// f32's top exponent and mantissa bits, which f32 reads with a bias of 127 instead of 7 (E4M3's
+// subnormals as f32 subnormals), and 2^120 restores the bias. Needs f32 subnormals (no -ftz).
+__device__ __forceinline__ float fp8_value(uint32_t b) {
+  return __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7Fu) << 20)) * 0x1p120f;
+}
 
 // Runs f(T{}) with T the device element type of `t` (float, F16 or Bf16).
 template <typename F>

@@ -104,6 +104,14 @@ __device__ __forceinline__ void load8(const Int4Pair* p, float zero, float* out)
   }
 }
 
+#if defined(DCUSERVE_CUDA)
+__device__ __forceinline__ void load8(const Fp8Code* p, float, float* out) {
+  const uint2 u = __ldcs(reinterpret_cast<const uint2*>(p));
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out[j] = fp8_value((j < 4 ? u.x : u.y) >> (8 * (j % 4)));
+}
+#endif
+
 #if defined(__gfx906__)
 // Eight codes as four f16 pairs (k, k + 1) holding q - zero exactly (|q - zero| <= 255 fits f16's 11
 // bits): the code goes into the mantissa of 1024 (0x6400), then one packed subtract.
@@ -352,13 +360,19 @@ void run_gemv(const Launch& l, const MatmulArgs* group, int count, bool swiglu =
       launch_gemv<decltype(lanes)::value, decltype(e)>(l, group, count, swiglu, fusion);
     });
   };
-  if (l.int8_activations && group[0].format != WeightFormat::Dense)
+  if (l.int8_activations && integer_codes(group[0].format))
     return launch_int8_activation_gemv(l, group, count, swiglu, fusion);
   switch (group[0].format) {
     case WeightFormat::Int8: go(Int8Code{}); break;
     case WeightFormat::Int4: go(Int4Pair{}); break;
+    case WeightFormat::Fp8:
+#if defined(DCUSERVE_CUDA)
+      go(Fp8Code{});
+#else
+      fail_call("matmul", __FILE__, __LINE__, "FP8 weights on a HIP GPU (the loader converts them to int8)");
+#endif
+      break;
     case WeightFormat::Dense: with_elem_type(group[0].w_type, go); break;
-    case WeightFormat::Fp8: fail_call("matmul", __FILE__, __LINE__, "FP8 weights (the loader gives GPUs int8)");
   }
   GPU_CHECK_LAUNCH();
 }
@@ -492,7 +506,8 @@ bool use_gemv(const Launch& l, const MatmulArgs& a) {
   if (a.format != WeightFormat::Dense)
     return gemv_takes_all(l.gemv_max_tokens, a.T) ||
            (a.T <= kGemvMaxTokens &&
-            (!tensor_cores_take(l, a) || (l.int8_activations && a.T <= kInt8GemvRowsBesideTensorCores)));
+            (!tensor_cores_take(l, a) ||
+             (l.int8_activations && integer_codes(a.format) && a.T <= kInt8GemvRowsBesideTensorCores)));
   return gemv_takes_all(l.gemv_max_tokens, a.T) ||
          (a.T <= kGemvMaxTokens && a.N <= kGemvNarrowColumns && !(l.split_activations && tensor_cores_take(l, a)));
 }
@@ -570,7 +585,7 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
       std::all_of(larger, larger + larger_count, [&](const MatmulArgs& a) { return tensor_cores_take(l, a); }))
     return launch_tensor_core_matmul(l, larger, larger_count, scratch);
 #endif
-  if (l.int8_activations && larger[0].format != WeightFormat::Dense) {  // the rounded values, for the dense kernels
+  if (l.int8_activations && integer_codes(larger[0].format)) {  // the rounded values, for the dense kernels
     const float* rounded = launch_round_activations(l, larger[0].x, larger[0].T, larger[0].K);
     for (int i = 0; i < larger_count; ++i) larger[i].x = rounded;
   }

@@ -17,10 +17,11 @@
 // in docs/PERFORMANCE_GPU.md (rounds 5, 9 and 10).
 //
 // Quantized weights (backend/linear.h) take the same path for 1..32 rows: a lane loads the codes of
-// its 8 k (8 bytes of int8, 4 of int4) and turns them into the bf16 fragment in registers, exactly
-// (int8: through f32's 2^23 + q; int4: the codes of k, k + 1 OR-ed into the mantissas of 128 = 0x4300,
-// minus 128 + zero), so the multiplies sum q * x; each row's scale multiplies the sums once per 32-k
-// step (group scales) or once at the end (one scale per row).
+// its 8 k (8 bytes of int8 or fp8, 4 of int4) and turns them into the bf16 fragment in registers,
+// exactly (int8: through f32's 2^23 + q; int4: the codes of k, k + 1 OR-ed into the mantissas of 128 =
+// 0x4300, minus 128 + zero; fp8: fp8_value, whose values bf16 holds), so the multiplies sum q * x;
+// each row's scale multiplies the sums once per 32-k step (group scales) or once at the end (one scale
+// per row).
 
 #include <algorithm>
 
@@ -38,7 +39,7 @@ constexpr int kChunkK = 64;                         // k staged in shared memory
 // bytes of weights in flight per lane as 16-bit weights do (64-k chunks of int4 ran at a quarter of
 // the copy bandwidth, as slow as int8).
 template <typename W>
-constexpr int kChunkOf = std::is_same_v<W, Int4Pair> ? 4 * kChunkK : std::is_same_v<W, Int8Code> ? 2 * kChunkK : kChunkK;
+constexpr int kChunkOf = std::is_same_v<W, Int4Pair> ? 4 * kChunkK : kQuantized<W> ? 2 * kChunkK : kChunkK;
 // Warps the grid should have, about 16 (up to 16 rows) or 32 (more rows) per SM of an H200 (132 SMs).
 constexpr int kGridWarps = 2112, kGridWarpsWide = 4224;
 
@@ -56,9 +57,10 @@ struct TensorCoreParts {
 // The 16-bit type the multiplies take for weights of type W (quantized codes become bf16).
 template <typename W> using MmaType = std::conditional_t<kQuantized<W>, Bf16, W>;
 
-// What a lane loads of one weight row for 8 k: 16 bytes of 16-bit weights, 8 int8 codes, 8 int4 codes.
-template <typename W> using RawWeights = std::conditional_t<std::is_same_v<W, Int8Code>, uint2,
-                                                            std::conditional_t<std::is_same_v<W, Int4Pair>, uint32_t, uint4>>;
+// What a lane loads of one weight row for 8 k: 16 bytes of 16-bit weights, 8 one-byte codes (int8,
+// fp8), 8 int4 codes.
+template <typename W> using RawWeights = std::conditional_t<std::is_same_v<W, Int4Pair>, uint32_t,
+                                                            std::conditional_t<kQuantized<W>, uint2, uint4>>;
 
 template <typename W>
 __device__ __forceinline__ RawWeights<W> load_weights(const void* w, int64_t row, int K, int k) {
@@ -67,19 +69,34 @@ __device__ __forceinline__ RawWeights<W> load_weights(const void* w, int64_t row
   return __ldcs(reinterpret_cast<const RawWeights<W>*>(p));
 }
 
-// The bf16 pairs (k, k + 1) .. (k + 6, k + 7) of 8 codes, exactly q (int8) or q - zero (int4).
-__device__ __forceinline__ uint4 fragment(uint4 raw, float) { return raw; }
-__device__ __forceinline__ uint4 fragment(uint2 raw, float) { return int8_pairs(raw); }
-__device__ __forceinline__ uint4 fragment(uint32_t raw, float zero) {
-  const __nv_bfloat162 bias = __floats2bfloat162_rn(128.0f + zero, 128.0f + zero);
-  uint32_t pairs[4];
+// The 16-bit pairs (k, k + 1) .. (k + 6, k + 7) of a lane's 8 weights: 16-bit weights as loaded, and
+// bf16 holding exactly q (int8), q - zero (int4) or the E4M3 values (fp8).
+template <typename W>
+__device__ __forceinline__ uint4 fragment(RawWeights<W> raw, float zero) {
+  if constexpr (std::is_same_v<W, Int8Code>) {
+    return int8_pairs(raw);
+  } else if constexpr (std::is_same_v<W, Int4Pair>) {
+    const __nv_bfloat162 bias = __floats2bfloat162_rn(128.0f + zero, 128.0f + zero);
+    uint32_t pairs[4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const uint32_t biased = ((raw >> (4 * j)) & 0x000F000Fu) | 0x43004300u;  // 128 + q of k = 2j, 2j + 1
-    const __nv_bfloat162 v = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased), bias);
-    pairs[j] = *reinterpret_cast<const uint32_t*>(&v);
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t biased = ((raw >> (4 * j)) & 0x000F000Fu) | 0x43004300u;  // 128 + q of k = 2j, 2j + 1
+      const __nv_bfloat162 v = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased), bias);
+      pairs[j] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+    return make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  } else if constexpr (std::is_same_v<W, Fp8Code>) {
+    uint32_t pairs[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t word = j < 2 ? raw.x : raw.y, shift = 16 * (j % 2);
+      const __nv_bfloat162 v = __floats2bfloat162_rn(fp8_value(word >> shift), fp8_value(word >> (shift + 8)));
+      pairs[j] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+    return make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  } else {
+    return raw;
   }
-  return make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
 }
 
 // grid (sum of ceil(N_p / (32 Warps)), S). Warp w of block (b, s) owns rows 32 (Warps b + w) .. + 31
@@ -145,7 +162,7 @@ __global__ void __launch_bounds__(Warps * 32)
         for (int h = 0; h < 2; ++h) {
           const int row = min(row0 + 16 * m + g + 8 * h, N - 1);
           const float zero = zeros ? float(zeros[int64_t(row) * groups + kg]) : 8.0f;
-          a[m][h] = fragment(raw[step][m][h], zero);
+          a[m][h] = fragment<W>(raw[step][m][h], zero);
         }
       float part[2][NT][4] = {};
       uint4 bh[NT], bl[NT] = {};
@@ -269,7 +286,7 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
   }
   for (int p = count; p < kMaxMatmulGroup; ++p) sums.end[p] = at, parts.block_end[p] = blocks;  // group_entry
   const DType operand_type = std::is_same_v<MmaType<W>, Bf16> ? DType::BF16 : DType::F16;
-  if (kQuantized<W> && l.int8_activations) launch_round_split16(l, a.x, T, K, hi, lo, operand_type);
+  if (kIntegerCodes<W> && l.int8_activations) launch_round_split16(l, a.x, T, K, hi, lo, operand_type);
   else launch_split16(l, a.x, hi, lo, n, operand_type);
   const dim3 grid{unsigned(blocks), unsigned(S)};
   const bool grouped = kQuantized<W> && a.group < a.K;
@@ -301,7 +318,7 @@ void launch_typed(const Launch& l, const MatmulArgs* group, int count, Scratch& 
 bool tensor_core_matmul_fits(const MatmulArgs& a) {
   const bool dense16 = a.format == WeightFormat::Dense && (a.w_type == DType::BF16 || a.w_type == DType::F16);
   const int chunk = a.format == WeightFormat::Int4 ? kChunkOf<Int4Pair>
-                    : a.format == WeightFormat::Int8 ? kChunkOf<Int8Code> : kChunkK;
+                    : a.format != WeightFormat::Dense ? kChunkOf<Int8Code> : kChunkK;
   return (dense16 || a.format != WeightFormat::Dense) && a.T >= 1 && a.T <= kTensorCoreMaxTokens &&
          a.K % chunk == 0 && aligned16(a.w);
 }
@@ -310,7 +327,7 @@ void launch_tensor_core_matmul(const Launch& l, const MatmulArgs* group, int cou
   switch (group[0].format) {
     case WeightFormat::Int8: return launch_typed<Int8Code>(l, group, count, scratch);
     case WeightFormat::Int4: return launch_typed<Int4Pair>(l, group, count, scratch);
-    case WeightFormat::Fp8: fail_call("matmul", __FILE__, __LINE__, "FP8 weights (the loader gives GPUs int8)");
+    case WeightFormat::Fp8: return launch_typed<Fp8Code>(l, group, count, scratch);
     case WeightFormat::Dense: break;
   }
   if (group[0].w_type == DType::BF16) launch_typed<Bf16>(l, group, count, scratch);
