@@ -5,8 +5,8 @@
 //   W[n, k] = fp8(weight[n, k]) * weight_scale_inv[n / 128, k / 128]
 // decode_fp8_block keeps the bytes as they are (WeightFormat::Fp8, group 128: each block's multiplier
 // repeated on its 128 rows). Backends without FP8 matmuls (gfx906) get fp8_as_int8's Int8 instead, with
-// a scale per row and 128 k: scale = max |W| / 127 over the group, code = round(W / scale) (half to
-// even, as torch.round), so |code * scale - W| <= scale / 2; an all-zero group gets scale 1 and codes 0.
+// a scale per row and 128 k, as load-time int8 quantization makes it (quantize_rows: scale = max |W| /
+// 127 over the group, code = round(W / scale), half to even), so |code * scale - W| <= scale / 2.
 // A NaN weight (E4M3 0x7F / 0xFF) or a non-finite multiplier is an error.
 
 #include "model/format_decoding.h"
@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/fp8_e4m3.h"
+#include "model/quantize.h"
 
 namespace dcu {
 
@@ -53,30 +54,18 @@ HostLinear decode_fp8_block(const ModuleTensors& m) {
 }
 
 HostLinear fp8_as_int8(const HostLinear& fp8) {
-  DCU_CHECK(fp8.format == WeightFormat::Fp8 && fp8.k_order.empty());
-  const int64_t K = fp8.cols, G = fp8.group, groups = fp8.groups_per_row();
-  HostLinear h;
-  h.format = WeightFormat::Int8;
-  h.rows = fp8.rows, h.cols = K, h.group = G;
-  h.codes.resize(fp8.codes.size());
-  h.scales.resize(fp8.scales.size());
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < fp8.rows; ++n) {
-    thread_local std::vector<float> w;
-    w.resize(size_t(G));
-    for (int64_t g = 0; g < groups; ++g) {
-      const float multiplier = fp8.scales[size_t(n * groups + g)];
-      float amax = 0.0f;
-      for (int64_t i = 0; i < G; ++i) {
-        w[size_t(i)] = fp8_e4m3_to_f32(fp8.codes[size_t(n * K + g * G + i)]) * multiplier;
-        amax = std::max(amax, std::fabs(w[size_t(i)]));
-      }
-      const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
-      h.scales[size_t(n * groups + g)] = scale;
-      for (int64_t i = 0; i < G; ++i)
-        h.codes[size_t(n * K + g * G + i)] =
-            uint8_t(int8_t(std::clamp(std::nearbyint(w[size_t(i)] / scale), -127.0f, 127.0f)));
-    }
+  DCU_CHECK(fp8.format == WeightFormat::Fp8 && fp8.k_order.empty() && fp8.group == 128);
+  const int64_t K = fp8.cols, groups = fp8.groups_per_row();
+  HostLinear h = make_host_linear(WeightFormat::Int8, fp8.rows, K, "FP8 weight");  // group 128 as well
+  constexpr int64_t kRows = 64;  // dequantized a block of rows at a time
+  std::vector<float> values(size_t(kRows * K));
+  for (int64_t n0 = 0; n0 < fp8.rows; n0 += kRows) {
+    const int64_t count = std::min(kRows, fp8.rows - n0);
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        values[size_t(r * K + k)] = fp8.scales[size_t((n0 + r) * groups + k / fp8.group)] *
+                                    fp8_e4m3_to_f32(fp8.codes[size_t((n0 + r) * K + k)]);
+    quantize_rows(values.data(), DType::F32, n0, count, h);
   }
   return h;
 }

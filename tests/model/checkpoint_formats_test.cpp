@@ -20,8 +20,9 @@
 
 #include "backend/linear.h"
 #include "core/error.h"
-#include "model/checkpoint_formats.h"
 #include "core/fp8_e4m3.h"
+#include "model/checkpoint_formats.h"
+#include "model/quantize.h"
 
 namespace dcu {
 namespace {
@@ -60,24 +61,9 @@ const Checkpoint& fixture_checkpoint() {
   return ckpt;
 }
 
-// The HostLinear as a Linear viewing its memory, checked as the backends' layout.
-Linear view(HostLinear& h) {
-  Linear w;
-  w.format = h.format;
-  w.in_features = h.cols;
-  w.group = h.group;
-  const bool int4 = h.format == WeightFormat::Int4;
-  w.weight = Tensor(h.codes.data(), h.format == WeightFormat::Int8 ? DType::I8 : DType::U8,
-                    {h.rows, int4 ? h.cols / 2 : h.cols});
-  w.scales = Tensor(h.scales.data(), DType::F32, {h.rows, h.groups_per_row()});
-  if (!h.zeros.empty()) w.zeros = Tensor(h.zeros.data(), DType::U8, {h.rows, h.groups_per_row()});
-  check_linear(w, "decoded");
-  return w;
-}
-
 // W[n, k] of the decoded matrix in input-feature order (canonical column j is feature k_order[j]).
-std::vector<float> dequantized(HostLinear& h) {
-  const Linear w = view(h);
+std::vector<float> dequantized(const HostLinear& h) {
+  const Linear w = linear_view(h);  // checked as the backends' layout
   std::vector<float> out(size_t(h.rows * h.cols));
   for (int64_t n = 0; n < h.rows; ++n)
     for (int64_t j = 0; j < h.cols; ++j) {
