@@ -20,6 +20,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "gpu_test_util.h"
+#include "op_checks.h"
 
 namespace dcu::testing {
 namespace {
@@ -36,52 +37,9 @@ class GpuOps : public ::testing::TestWithParam<int> {
 
 float matmul_tolerance(DType w) { return w == DType::F16 ? 2e-3f : 1e-4f; }
 
-TEST_P(GpuOps, Embed) {
-  for (DType dt : {DType::BF16, DType::F16, DType::F32})
-    for (int64_t H : {5120, 77}) {
-      HostTensor table(dt, {1000, H}), ids(DType::I32, {5}), out(DType::F32, {5, H});
-      table.random(rng);
-      for (int i = 0; i < 5; ++i) ids.t.as<int32_t>()[i] = (i * 397 + 11) % 1000;
-      cpu::embed(table.t, ids.t, out.t);
-      DeviceTensor d_table(*gpu, table), d_ids(*gpu, ids), d_out(*gpu, out);
-      gpu->embed(d_table.t, d_ids.t, d_out.t);
-      EXPECT_EQ(relative_error(d_out.floats(), out.floats()), 0.0f) << dtype_name(dt) << " H=" << H;
-    }
-}
+TEST_P(GpuOps, Embed) { check_embed(*gpu, rng); }
 
-TEST_P(GpuOps, RmsNormAndGatedRmsNorm) {
-  for (DType wt : {DType::F32, DType::BF16})
-    for (auto [R, n] : std::vector<std::pair<int64_t, int64_t>>{
-             {5, 5120}, {3, 333}, {48 * 3, 128}, {2, 2048}, {3, 4096}, {2, 1024}, {2, 16384}, {7, 36}}) {
-      HostTensor x(DType::F32, {R, n}), z(DType::F32, {R, n}), w(wt, {n}), out(DType::F32, {R, n});
-      x.random(rng, -3, 3), z.random(rng, -4, 4), w.random(rng, -0.5f, 0.5f);
-      DeviceTensor dx(*gpu, x), dz(*gpu, z), dw(*gpu, w), dout(*gpu, out);
-      for (bool unit : {true, false}) {
-        cpu::rms_norm(x.t, w.t, 1e-6f, unit, out.t);
-        gpu->rms_norm(dx.t, dw.t, 1e-6f, unit, dout.t);
-        EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "rms_norm n=" << n << " unit=" << unit;
-      }
-      cpu::gated_rms_norm(x.t, z.t, w.t, 1e-6f, out.t);
-      gpu->gated_rms_norm(dx.t, dz.t, dw.t, 1e-6f, dout.t);
-      EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "gated_rms_norm n=" << n;
-      // the residual add fused with the norm: x is updated too
-      {
-        HostTensor x2 = x, y(DType::F32, {R, n});
-        x2.t.data = x2.bytes.data();
-        y.random(rng, -2, 2);
-        DeviceTensor dx2(*gpu, x2), dy(*gpu, y), dout2(*gpu, out);
-        cpu::add_rms_norm(x2.t, y.t, w.t, 1e-6f, true, out.t);
-        gpu->add_rms_norm(dx2.t, dy.t, dw.t, 1e-6f, true, dout2.t);
-        EXPECT_LT(relative_error(dout2.floats(), out.floats()), 2e-5f) << "add_rms_norm n=" << n;
-        EXPECT_EQ(relative_error(dx2.floats(), x2.floats()), 0.0f) << "add_rms_norm residual n=" << n;
-      }
-      // in place, as the model runner calls it for the final norm
-      DeviceTensor dx2(*gpu, x);
-      cpu::rms_norm(x.t, w.t, 1e-6f, true, out.t);
-      gpu->rms_norm(dx2.t, dw.t, 1e-6f, true, dx2.t);
-      EXPECT_LT(relative_error(dx2.floats(), out.floats()), 2e-5f) << "in-place rms_norm n=" << n;
-    }
-}
+TEST_P(GpuOps, RmsNormAndGatedRmsNorm) { check_norms(*gpu, rng); }
 
 struct MatmulCase {
   int64_t T, K, N;
@@ -255,100 +213,9 @@ TEST_P(GpuOps, NormsFoldedIntoMatmuls) {
   }
 }
 
-TEST_P(GpuOps, ElementwiseAndGather) {
-  for (int64_t n : {int64_t(7) * 17408, int64_t(1001)}) {
-    HostTensor a(DType::F32, {n}), b(DType::F32, {n}), out(DType::F32, {n});
-    a.random(rng, -6, 6), b.random(rng, -6, 6);
-    DeviceTensor da(*gpu, a), db(*gpu, b), dout(*gpu, out);
-    cpu::swiglu(a.t, b.t, out.t);
-    gpu->swiglu(da.t, db.t, dout.t);
-    EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "swiglu n=" << n;
-    HostTensor ref = a;
-    ref.t.data = ref.bytes.data();
-    cpu::sigmoid_mul(ref.t, b.t);
-    gpu->sigmoid_mul(da.t, db.t);
-    EXPECT_LT(relative_error(da.floats(), ref.floats()), 2e-5f) << "sigmoid_mul n=" << n;
-    cpu::add(ref.t, b.t);
-    gpu->add(da.t, db.t);
-    EXPECT_LT(relative_error(da.floats(), ref.floats()), 2e-5f) << "add n=" << n;
-  }
-  HostTensor x(DType::F32, {9, 5120}), rows(DType::I32, {3}), out(DType::F32, {3, 5120});
-  x.random(rng);
-  rows.t.as<int32_t>()[0] = 8, rows.t.as<int32_t>()[1] = 0, rows.t.as<int32_t>()[2] = 4;
-  cpu::gather_rows(x.t, rows.t, out.t);
-  DeviceTensor dx(*gpu, x), drows(*gpu, rows), dout(*gpu, out);
-  gpu->gather_rows(dx.t, drows.t, dout.t);
-  EXPECT_EQ(relative_error(dout.floats(), out.floats()), 0.0f);
-}
+TEST_P(GpuOps, ElementwiseAndGather) { check_elementwise_and_gather(*gpu, rng); }
 
-struct AttnShape {
-  int nh, nkv, d, rotary;
-};
-const std::vector<AttnShape> kAttnShapes = {{24, 4, 256, 64}, {4, 2, 64, 16}, {6, 1, 80, 20}};
-
-TEST_P(GpuOps, AttentionPrep) {
-  for (const AttnShape& s : kAttnShapes) {
-    TestBatch batch(*gpu, {{0, 4}, {900, 1}, {37, 2}}, 16, 128, 4, rng);
-    const int64_t T = batch.host.num_tokens();
-    HostTensor qg(DType::F32, {T, s.nh, 2 * s.d}), k(DType::F32, {T, s.nkv, s.d}), qn(DType::BF16, {s.d}),
-        kn(DType::BF16, {s.d}), q(DType::F32, {T, s.nh, s.d}), gate(DType::F32, {T, s.nh, s.d});
-    qg.random(rng, -2, 2), k.random(rng, -2, 2), qn.random(rng, -0.3f, 0.3f), kn.random(rng, -0.3f, 0.3f);
-    DeviceTensor dqg(*gpu, qg), dk(*gpu, k), dqn(*gpu, qn), dkn(*gpu, kn), dq(*gpu, q), dgate(*gpu, gate);
-    const RopeParams rope{s.rotary, 1e7f};
-    cpu::attention_prep(qg.t, k.t, qn.t, kn.t, 1e-6f, rope, batch.host_layout, q.t, gate.t);
-    gpu->attention_prep(dqg.t, dk.t, dqn.t, dkn.t, 1e-6f, rope, batch.device_layout, dq.t, dgate.t);
-    EXPECT_LT(relative_error(dq.floats(), q.floats()), 2e-4f) << "q, nh=" << s.nh;
-    EXPECT_LT(relative_error(dk.floats(), k.floats()), 2e-4f) << "k, nh=" << s.nh;
-    EXPECT_EQ(relative_error(dgate.floats(), gate.floats()), 0.0f) << "gate, nh=" << s.nh;
-  }
-}
-
-// Writes the step's K/V through the op under test, then attends over caches whose earlier positions
-// hold random values (identical on both sides).
-// The default batch mixes prefill and decode rows; a decode-only batch gets short context splits.
-// `position_limit` pads the step's position limit as a step graph does (a power of two above it).
-// Returns the GPU's output.
-std::vector<float> check_paged_attention(Backend& gpu, const AttnShape& s, DType cache_type, std::mt19937& rng,
-                           const std::vector<std::pair<int, int>>& seqs = {{700, 1}, {0, 37}, {300, 5}, {15, 1}},
-                           int position_limit = 0, float tolerance = 1e-4f) {
-  const int bs = 16;
-  int blocks = 8;
-  for (auto [ctx, n] : seqs) blocks += (ctx + n + bs - 1) / bs;
-  TestBatch batch(gpu, seqs, bs, blocks, int(seqs.size()), rng);
-  batch.host.position_limit = std::max(batch.host.position_limit, position_limit);
-  const int64_t T = batch.host.num_tokens();
-  HostTensor kc(DType::F32, {blocks, bs, s.nkv, s.d}), vc(DType::F32, {blocks, bs, s.nkv, s.d});
-  kc.random(rng, -2, 2), vc.random(rng, -2, 2);
-  if (cache_type != DType::F32) {  // the CPU side sees exactly the values the 16-bit cache can hold
-    for (HostTensor* c : {&kc, &vc})
-      for (int64_t i = 0; i < c->t.numel(); ++i)
-        c->set(i, cache_type == DType::F16 ? f16_to_f32(f32_to_f16(c->get(i))) : bf16_to_f32(f32_to_bf16(c->get(i))));
-  }
-  HostTensor kc_dev(cache_type, {blocks, bs, s.nkv, s.d}), vc_dev(cache_type, {blocks, bs, s.nkv, s.d});
-  for (int64_t i = 0; i < kc.t.numel(); ++i) kc_dev.set(i, kc.get(i)), vc_dev.set(i, vc.get(i));
-  HostTensor k(DType::F32, {T, s.nkv, s.d}), v(DType::F32, {T, s.nkv, s.d}), q(DType::F32, {T, s.nh, s.d}),
-      out(DType::F32, {T, s.nh, s.d});
-  k.random(rng, -2, 2), v.random(rng, -2, 2), q.random(rng, -2, 2);
-  if (cache_type != DType::F32)
-    for (HostTensor* c : {&k, &v})
-      for (int64_t i = 0; i < c->t.numel(); ++i)
-        c->set(i, cache_type == DType::F16 ? f16_to_f32(f32_to_f16(c->get(i))) : bf16_to_f32(f32_to_bf16(c->get(i))));
-  DeviceTensor dkc(gpu, kc_dev), dvc(gpu, vc_dev), dk(gpu, k), dv(gpu, v), dq(gpu, q), dout(gpu, out);
-  PagedKv cpu_cache{kc.t, vc.t, bs}, gpu_cache{dkc.t, dvc.t, bs};
-  const float scale = 1.0f / std::sqrt(float(s.d));
-  cpu::kv_cache_write(k.t, v.t, batch.host_layout, cpu_cache);
-  cpu::paged_attention(q.t, cpu_cache, batch.host_layout, scale, out.t);
-  gpu.kv_cache_write(dk.t, dv.t, batch.device_layout, gpu_cache);
-  gpu.paged_attention(dq.t, gpu_cache, batch.device_layout, scale, dout.t);
-  EXPECT_EQ(relative_error(dkc.floats(), kc.floats()), 0.0f) << "k cache " << dtype_name(cache_type);
-  EXPECT_EQ(relative_error(dvc.floats(), vc.floats()), 0.0f) << "v cache " << dtype_name(cache_type);
-  EXPECT_LT(relative_error(dout.floats(), out.floats()), tolerance)
-      << "attention nh=" << s.nh << " nkv=" << s.nkv << " d=" << s.d << " " << dtype_name(cache_type);
-  std::vector<float> first = dout.floats();
-  gpu.paged_attention(dq.t, gpu_cache, batch.device_layout, scale, dout.t);
-  EXPECT_TRUE(first == dout.floats()) << "a second run differs";
-  return first;
-}
+TEST_P(GpuOps, AttentionPrep) { check_attention_prep(*gpu, rng); }
 
 TEST_P(GpuOps, KvCacheWriteAndPagedAttention) {
   for (const AttnShape& s : kAttnShapes) check_paged_attention(*gpu, s, DType::F32, rng);
@@ -372,46 +239,6 @@ TEST_P(GpuOps, DecodeAttentionAtLongContexts) {
   check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, rng, {{60000, 4}, {20000, 4}});
 }
 
-// The 8-bit KV cache (--kv-cache-dtype int8) for one step: the GPU writes the codes and scales the CPU
-// writes (a code may differ by one where x / scale lands on a rounding tie), and both attend alike over
-// one CPU-written cache.
-void check_int8_attention(Backend& gpu, const AttnShape& s, std::mt19937& rng,
-                          const std::vector<std::pair<int, int>>& seqs) {
-  const int bs = 16;
-  int blocks = 8;
-  for (auto [ctx, n] : seqs) blocks += (ctx + n + bs - 1) / bs;
-  TestBatch batch(gpu, seqs, bs, blocks, int(seqs.size()), rng);
-  const int64_t T = batch.host.num_tokens();
-  HostTensor k(DType::F32, {T, s.nkv, s.d}), v(DType::F32, {T, s.nkv, s.d}), q(DType::F32, {T, s.nh, s.d}),
-      out(DType::F32, {T, s.nh, s.d});
-  k.random(rng, -2, 2), v.random(rng, -2, 2), q.random(rng, -2, 2);
-  HostTensor kc(DType::I8, {blocks, bs, s.nkv, s.d}), vc(DType::I8, {blocks, bs, s.nkv, s.d});
-  HostTensor ks(DType::F32, {blocks, bs, s.nkv}), vs(DType::F32, {blocks, bs, s.nkv});
-  kc.random(rng, -127, 127), vc.random(rng, -127, 127), ks.random(rng, 0.001f, 0.02f), vs.random(rng, 0.001f, 0.02f);
-  DeviceTensor dkc(gpu, kc), dvc(gpu, vc), dks(gpu, ks), dvs(gpu, vs), dk(gpu, k), dv(gpu, v), dq(gpu, q),
-      dout(gpu, out);
-  PagedKv cpu_cache{kc.t, vc.t, bs, ks.t, vs.t}, gpu_cache{dkc.t, dvc.t, bs, dks.t, dvs.t};
-  cpu::kv_cache_write(k.t, v.t, batch.host_layout, cpu_cache);
-  gpu.kv_cache_write(dk.t, dv.t, batch.device_layout, gpu_cache);
-  for (auto [device, host] : {std::pair{&dkc, &kc}, std::pair{&dvc, &vc}}) {
-    const std::vector<float> got = device->floats(), want = host->floats();
-    float most = 0;
-    for (size_t i = 0; i < got.size(); ++i) most = std::max(most, std::fabs(got[i] - want[i]));
-    EXPECT_LE(most, 1.0f) << "codes, nh=" << s.nh;
-  }
-  EXPECT_LT(relative_error(dks.floats(), ks.floats()), 1e-6f) << "k scales, nh=" << s.nh;
-  EXPECT_LT(relative_error(dvs.floats(), vs.floats()), 1e-6f) << "v scales, nh=" << s.nh;
-  DeviceTensor ekc(gpu, kc), evc(gpu, vc), eks(gpu, ks), evs(gpu, vs);
-  const PagedKv same{ekc.t, evc.t, bs, eks.t, evs.t};
-  const float scale = 1.0f / std::sqrt(float(s.d));
-  cpu::paged_attention(q.t, cpu_cache, batch.host_layout, scale, out.t);
-  gpu.paged_attention(dq.t, same, batch.device_layout, scale, dout.t);
-  EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f) << "attention nh=" << s.nh << " d=" << s.d << " T=" << T;
-  const std::vector<float> first = dout.floats();
-  gpu.paged_attention(dq.t, same, batch.device_layout, scale, dout.t);
-  EXPECT_TRUE(first == dout.floats()) << "a second run differs";
-}
-
 // The int8 cache in the decode kernel and in the prefill kernel.
 TEST_P(GpuOps, Int8KvCache) {
   const std::vector<std::vector<std::pair<int, int>>> steps = {{{700, 1}, {0, 37}, {3000, 3}, {15, 1}},
@@ -423,15 +250,7 @@ TEST_P(GpuOps, Int8KvCache) {
 // A step graph pads the position limit to a power of two: the split decode kernel must give the same
 // bits with and without the padding (graph replays agree with eager steps).
 TEST_P(GpuOps, DecodeAttentionIgnoresGraphPadding) {
-  for (const std::vector<std::pair<int, int>>& seqs :
-       std::vector<std::vector<std::pair<int, int>>>{{{5000, 1}, {300, 3}}, {{40000, 1}}, {{70, 2}, {9, 1}}}) {
-    int limit = 64;
-    for (auto [ctx, n] : seqs) while (limit < ctx + n) limit *= 2;
-    std::mt19937 a(11), b(11);
-    const std::vector<float> exact = check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, a, seqs);
-    const std::vector<float> padded = check_paged_attention(*gpu, kAttnShapes[0], DType::BF16, b, seqs, limit);
-    EXPECT_TRUE(exact == padded) << "limit " << limit;
-  }
+  check_decode_attention_ignores_graph_padding(*gpu, kAttnShapes[0]);
 }
 
 // Long prompts, a chunked continuation and decode rows in one step: the tiled prefill kernel, whose
@@ -471,99 +290,13 @@ TEST_P(GpuOps, PrefillAttentionInMediumPrecision) {
     for (const auto& seqs : steps) check_paged_attention(*medium, s, DType::BF16, rng, seqs, 0, 2e-2f);
 }
 
-TEST_P(GpuOps, GdnConvAndGates) {
-  // (context before, rows): fresh and continued sequences, shorter than the taps, and longer than the
-  // GPU's 16-row chunks (the first chunk alone reads and writes the state)
-  for (auto [C, Kc] : std::vector<std::pair<int64_t, int>>{{10240, 4}, {192, 4}, {77, 3}}) {
-    TestBatch batch(*gpu, {{0, 7}, {12, 1}, {40, 3}, {0, 50}, {20, 37}, {5, 2}}, 16, 16, 8, rng);
-    const int64_t T = batch.host.num_tokens();
-    HostTensor mixed(DType::F32, {T, C}), w(DType::BF16, {C, Kc}), state(DType::F32, {8, C, Kc - 1}),
-        out(DType::F32, {T, C});
-    mixed.random(rng, -2, 2), w.random(rng, -0.5f, 0.5f), state.random(rng, -2, 2);
-    DeviceTensor dmixed(*gpu, mixed), dw(*gpu, w), dstate(*gpu, state), dout(*gpu, out);
-    GdnState cs{state.t, {}}, gs{dstate.t, {}};
-    cpu::gdn_conv(mixed.t, w.t, cs, batch.host_layout, out.t);
-    gpu->gdn_conv(dmixed.t, dw.t, gs, batch.device_layout, dout.t);
-    EXPECT_LT(relative_error(dout.floats(), out.floats()), 2e-5f) << "conv C=" << C;
-    EXPECT_EQ(relative_error(dstate.floats(), state.floats()), 0.0f) << "conv state C=" << C;
-  }
-  for (DType pt : {DType::F32, DType::BF16}) {
-    const int64_t T = 7, Hv = 48;
-    HostTensor a(DType::F32, {T, Hv}), b(DType::F32, {T, Hv}), alog(pt, {Hv}), bias(pt, {Hv}), g(DType::F32, {T, Hv}),
-        beta(DType::F32, {T, Hv});
-    a.random(rng, -30, 30), b.random(rng, -8, 8), alog.random(rng, -2, 2), bias.random(rng, -1, 1);
-    DeviceTensor da(*gpu, a), db(*gpu, b), dalog(*gpu, alog), dbias(*gpu, bias), dg(*gpu, g), dbeta(*gpu, beta);
-    cpu::gdn_gates(a.t, b.t, alog.t, bias.t, g.t, beta.t);
-    gpu->gdn_gates(da.t, db.t, dalog.t, dbias.t, dg.t, dbeta.t);
-    EXPECT_LT(relative_error(dg.floats(), g.floats()), 2e-5f) << dtype_name(pt);
-    EXPECT_LT(relative_error(dbeta.floats(), beta.floats()), 2e-5f) << dtype_name(pt);
-  }
-}
+TEST_P(GpuOps, GdnConvAndGates) { check_gdn_conv_and_gates(*gpu, rng); }
 
 TEST_P(GpuOps, GdnDeltaRule) {
-  const std::vector<GdnDims> shapes = {{16, 48, 128, 128, 4}, {2, 6, 32, 32, 4}, {3, 6, 40, 24, 4}};
-  // mixed prefill/decode (the recurrent walk, chunks of 8 tokens staged: 20 and 70 leave partial ones,
-  // 300 walks many) and decode only (the one-token kernel)
-  const std::vector<std::vector<std::pair<int, int>>> batches = {{{10, 1}, {0, 20}, {5, 70}, {0, 1}, {3, 300}},
-                                                                 {{10, 1}, {0, 1}, {300, 1}, {7, 1}, {1, 1}}};
-  for (const auto& seqs : batches)
-  for (const GdnDims& dims : shapes) {
-    TestBatch batch(*gpu, seqs, 16, 32, 6, rng);
-    const int64_t T = batch.host.num_tokens(), C = dims.conv_channels(), Hv = dims.num_value_heads;
-    HostTensor qkv(DType::F32, {T, C}), g(DType::F32, {T, Hv}), beta(DType::F32, {T, Hv}),
-        state(DType::F32, {6, Hv, dims.key_dim, dims.value_dim}), out(DType::F32, {T, Hv, dims.value_dim});
-    qkv.random(rng, -1, 1), g.random(rng, -0.7f, 0.0f), beta.random(rng, 0.0f, 1.0f), state.random(rng, -0.5f, 0.5f);
-    DeviceTensor dqkv(*gpu, qkv), dg(*gpu, g), dbeta(*gpu, beta), dstate(*gpu, state), dout(*gpu, out);
-    GdnState cs{{}, state.t}, gs{{}, dstate.t};
-    cpu::gdn_delta_rule(qkv.t, g.t, beta.t, dims, cs, batch.host_layout, out.t);
-    gpu->gdn_delta_rule(dqkv.t, dg.t, dbeta.t, dims, gs, batch.device_layout, dout.t);
-    EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f)
-        << "out Hv=" << Hv << " dk=" << dims.key_dim << " seqs=" << seqs.size();
-    EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f)
-        << "state Hv=" << Hv << " dk=" << dims.key_dim << " seqs=" << seqs.size();
-  }
+  check_gdn_delta_rule(*gpu, {{16, 48, 128, 128, 4}, {2, 6, 32, 32, 4}, {3, 6, 40, 24, 4}}, rng);
 }
 
-// A speculative verify step: sequences whose every row keeps its state in a slot of its own (the last
-// row in the slot it read), next to ordinary ones. Every slot must match the CPU's, conv and delta rule,
-// through the one-token, walking and chunked-conv paths.
-TEST_P(GpuOps, GdnVerifyRowsKeepTheirStates) {
-  const GdnDims dims{16, 48, 128, 128, 4};
-  const std::vector<std::pair<int, int>> seqs = {{10, 4}, {0, 1}, {30, 3}, {5, 20}, {7, 9}};
-  const int slots = 32;
-  TestBatch batch(*gpu, seqs, 16, 32, slots, rng);
-  std::vector<int32_t> spare;
-  for (int32_t i = 0; i < slots; ++i)
-    if (std::find(batch.host.state_slots.begin(), batch.host.state_slots.end(), i) == batch.host.state_slots.end())
-      spare.push_back(i);
-  size_t next_spare = 0;
-  for (int s : {0, 2, 4}) {
-    std::vector<int32_t> kept;
-    for (int r = 0; r + 1 < batch.host.seq_rows(s); ++r) kept.push_back(spare[next_spare++]);
-    kept.push_back(batch.host.state_slots[size_t(s)]);
-    batch.keep_every_row(s, kept);
-  }
-  const int64_t T = batch.host.num_tokens(), C = dims.conv_channels(), Hv = dims.num_value_heads;
-  const int Kc = dims.conv_kernel;
-  HostTensor mixed(DType::F32, {T, C}), w(DType::BF16, {C, Kc}), conv(DType::F32, {slots, C, Kc - 1}),
-      conv_out(DType::F32, {T, C});
-  mixed.random(rng, -1, 1), w.random(rng, -0.5f, 0.5f), conv.random(rng, -1, 1);
-  HostTensor g(DType::F32, {T, Hv}), beta(DType::F32, {T, Hv}), state(DType::F32, {slots, Hv, dims.key_dim, dims.value_dim}),
-      out(DType::F32, {T, Hv, dims.value_dim});
-  g.random(rng, -0.7f, 0.0f), beta.random(rng, 0.0f, 1.0f), state.random(rng, -0.5f, 0.5f);
-  DeviceTensor dmixed(*gpu, mixed), dw(*gpu, w), dconv(*gpu, conv), dconv_out(*gpu, conv_out), dg(*gpu, g),
-      dbeta(*gpu, beta), dstate(*gpu, state), dout(*gpu, out);
-  GdnState cs{conv.t, state.t}, gs{dconv.t, dstate.t};
-  cpu::gdn_conv(mixed.t, w.t, cs, batch.host_layout, conv_out.t);
-  gpu->gdn_conv(dmixed.t, dw.t, gs, batch.device_layout, dconv_out.t);
-  EXPECT_LT(relative_error(dconv_out.floats(), conv_out.floats()), 2e-5f);
-  EXPECT_EQ(relative_error(dconv.floats(), conv.floats()), 0.0f) << "conv states";
-  cpu::gdn_delta_rule(conv_out.t, g.t, beta.t, dims, cs, batch.host_layout, out.t);
-  DeviceTensor dqkv(*gpu, conv_out);  // the CPU's conv output, so that both walk the same inputs
-  gpu->gdn_delta_rule(dqkv.t, dg.t, dbeta.t, dims, gs, batch.device_layout, dout.t);
-  EXPECT_LT(relative_error(dout.floats(), out.floats()), 1e-4f);
-  EXPECT_LT(relative_error(dstate.floats(), state.floats()), 1e-4f) << "recurrent states";
-}
+TEST_P(GpuOps, GdnVerifyRowsKeepTheirStates) { check_gdn_verify_rows(*gpu, {16, 48, 128, 128, 4}, rng); }
 
 // Sampling's logit ops: the summary must pick the same ids in the same order as the CPU (exact
 // values, ties by lower id), with sums within 1e-5; adjustments, masks and column copies are exact.

@@ -25,6 +25,8 @@ struct HostTensor {
     bytes.resize(t.bytes() + 16);
     t.data = bytes.data();
   }
+  HostTensor(const HostTensor& other) : bytes(other.bytes), t(other.t) { t.data = bytes.data(); }
+  HostTensor& operator=(const HostTensor&) = delete;
   // Uniform values in [lo, hi), stored in the tensor's dtype.
   HostTensor& random(std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
     std::uniform_real_distribution<float> dist(lo, hi);

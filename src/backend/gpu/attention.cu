@@ -22,7 +22,7 @@ constexpr int kPrefillMinRows = 64, kPrefillRowsPerSeq = 4, kDecodeMaxRows = 16;
 template <int Lanes, typename N>
 __global__ void attention_prep_kernel(AttentionPrepArgs a, const N* q_norm, const N* k_norm) {
   start_after_previous_kernel();
-  extern __shared__ float head[];
+  DYNAMIC_SHARED(float, head);
   __shared__ float scratch[kPrepThreads / 32];
   const int t = blockIdx.x, h = blockIdx.y, d = a.d;
   const bool is_q = h < a.nh;
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kAttnThreads) prefill_attention_kernel(PagedAt
   constexpr int SX = TKV / 2, SR = TQ / (kAttnThreads / SX);  // score tile: SX lanes per row group
   constexpr int XT = D / 4 < 32 ? D / 4 : 32, VF = D / (4 * XT), RY = TQ / (kAttnThreads / XT);
   static_assert(SR >= 1 && RY >= 1 && SX <= 32);
-  extern __shared__ float4 smem4[];
+  DYNAMIC_SHARED(float4, smem4);
   float* qs = reinterpret_cast<float*>(smem4);
   float* kv = qs + TQ * DP;
   float* pt = kv + TKV * DP;

@@ -3,10 +3,14 @@
 // checked-call macro; device code (.cu, compiled by nvcc or hipcc) also gets WARP_SIZE and the warp
 // reductions, written against a *logical* width so the same kernel can run with 64 lanes on a 32-lane
 // NVIDIA GPU (two warps joined through shared memory) and be verified there before it meets gfx906.
+// A third build, DCUSERVE_EMULATION, runs kernel files on the CPU (emulation.h) as CUDA code of its
+// emulated warp width.
 
 #include <cstdint>
 
-#if defined(DCUSERVE_HIP)
+#if defined(DCUSERVE_EMULATION)
+#include "backend/gpu/emulation.h"
+#elif defined(DCUSERVE_HIP)
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
 #endif
@@ -84,7 +88,7 @@ using gpuGraphExec_t = cudaGraphExec_t;
 #define gpuGraphDestroy cudaGraphDestroy
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #else
-#error "compat.h needs DCUSERVE_CUDA or DCUSERVE_HIP"
+#error "compat.h needs DCUSERVE_CUDA, DCUSERVE_HIP or DCUSERVE_EMULATION"
 #endif
 
 namespace dcu::gpu {
@@ -93,7 +97,9 @@ namespace dcu::gpu {
 [[noreturn]] void fail_call(const char* expr, const char* file, int line, const char* what);
 
 // The wave width the host launches for on this build's targets: gfx9 (gfx906) is wave64 only; NVIDIA is 32.
-#if defined(DCUSERVE_HIP)
+#if defined(DCUSERVE_EMULATION)
+constexpr int kNativeLanes = DCUSERVE_EMULATED_WARP_SIZE;
+#elif defined(DCUSERVE_HIP)
 constexpr int kNativeLanes = 64;
 #else
 constexpr int kNativeLanes = 32;
@@ -110,14 +116,16 @@ constexpr int kNativeLanes = 32;
 // After every kernel launch: a bad configuration is reported where it happened.
 #define GPU_CHECK_LAUNCH() GPU_CHECK(gpuGetLastError())
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(DCUSERVE_EMULATION)
 
 // ---- device side ---------------------------------------------------------------------------------
 #if defined(DCUSERVE_CUDA)
 #include <cuda_fp16.h>
 #endif
 #include <type_traits>
-#if defined(DCUSERVE_HIP)
+#if defined(DCUSERVE_EMULATION)
+#define WARP_SIZE DCUSERVE_EMULATED_WARP_SIZE
+#elif defined(DCUSERVE_HIP)
 #if defined(__HIP_DEVICE_COMPILE__)
 #if defined(__AMDGCN_WAVEFRONT_SIZE)
 #define WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
@@ -259,6 +267,13 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 #endif
 }
 
+// Declares `name` as the launch's dynamic shared memory (its smem bytes), an array of T.
+#if defined(DCUSERVE_EMULATION)
+#define DYNAMIC_SHARED(T, name) T* const name = static_cast<T*>(::dcu::gpu::emulation::dynamic_shared())
+#else
+#define DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
+
 // Sum over the whole (1-D) block, returned to every thread. blockDim.x must be a multiple of Lanes and
 // every thread must call it. `scratch` holds at least blockDim.x / Lanes floats.
 template <int Lanes>
@@ -325,10 +340,13 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 }
 
 // Runs f(std::integral_constant<int, Lanes>) for the logical warp width chosen at run time. HIP builds
-// only instantiate the native 64; CUDA builds instantiate 32 and the wave64 emulation.
+// only instantiate the native 64; CUDA builds instantiate 32 and 64 (virtual warps); the emulation
+// its own width.
 template <typename F>
 void with_lanes(int lanes, F&& f) {
-#if defined(DCUSERVE_HIP)
+#if defined(DCUSERVE_EMULATION)
+  if (lanes == WARP_SIZE) return f(std::integral_constant<int, WARP_SIZE>{});  // no virtual warps
+#elif defined(DCUSERVE_HIP)
   if (lanes == 64) return f(std::integral_constant<int, 64>{});
 #else
   if (lanes == 32) return f(std::integral_constant<int, 32>{});

@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_attention_kernel(PagedA
   const int G = a.nh / a.nkv, d = a.d, W = blockDim.x / Lanes, WP = W / R;
   constexpr int DP = Lanes * C;
   // Shared: q (later o) [R][GT][DP] | probabilities and rescale factors [W][NV + GT] | m, l [W][GT]
-  extern __shared__ float4 smem4[];
+  DYNAMIC_SHARED(float4, smem4);
   float* qs = reinterpret_cast<float*>(smem4);
   float* pbuf = qs + R * GT * DP;
   float* ms = pbuf + W * (NV + GT);
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_attention_kernel(PagedA
 // weights, computed once per split; the d outputs then sum their splits with independent loads.
 __global__ void merge_splits_kernel(const float* part_o, const float* part_ml, float* out, int splits, int d) {
   start_after_previous_kernel();
-  extern __shared__ float weights[];
+  DYNAMIC_SHARED(float, weights);
   __shared__ float total;
   const int64_t th = blockIdx.x;
   const float* ml = part_ml + th * splits * 2;

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   using L = DecodeShared<E, D, NQ>;
   constexpr int kQueryRows = L::kQueryRows;
   constexpr bool kInt8 = std::is_same_v<E, Int8Code>;
-  extern __shared__ uint4 smem4[];
+  DYNAMIC_SHARED(uint4, smem4);
   auto q_hi = reinterpret_cast<uint16_t(*)[L::kQueryPitch]>(smem4);  // [kQueryRows][kQueryPitch]
   auto q_lo = q_hi + kQueryRows;
   auto warp_ml = reinterpret_cast<float(*)[kQueryRows][2]>(q_lo + kQueryRows);  // [kWarps]

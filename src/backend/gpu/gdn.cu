@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(Threads) delta_rule_kernel(DeltaRuleArgs a, Gd
   constexpr int NV = (kDeltaChunk * W + Threads - 1) / Threads;             // staged v values per thread
   // The norms take (token, q or k) pairs by column group; a warp's groups must agree on the count.
   static_assert(R % 4 == 0 && (2 * kDeltaChunk) % (WARP_SIZE / Group) == 0);
-  extern __shared__ float4 qk4[];             // [2][kDeltaChunk][2 dk]: per token q | k
+  DYNAMIC_SHARED(float4, qk4);               // [2][kDeltaChunk][2 dk]: per token q | k
   float* qk = reinterpret_cast<float*>(qk4);
   __shared__ float gates[2][kDeltaChunk][2];  // exp(g), beta
   __shared__ float inv[2][kDeltaChunk][2];    // dk^-0.5 / |q|, 1 / |k|
@@ -242,7 +242,7 @@ template <int Lanes, int R>
 __global__ void __launch_bounds__(kDeltaThreads) delta_rule_decode_kernel(DeltaRuleArgs a, GdnBatch b) {
   start_after_previous_kernel();
   constexpr int G = kDeltaThreads / Lanes;
-  extern __shared__ float qk[];  // q [dk] | k [dk]
+  DYNAMIC_SHARED(float, qk);  // q [dk] | k [dk]
   __shared__ float mem_part[G][Lanes], out_part[G][Lanes], inv_norm[2];
   const int dk = a.dk, dv = a.dv, Hv = a.Hv;
   const int64_t C = 2 * int64_t(a.Hk) * dk + int64_t(Hv) * dv;

@@ -7,6 +7,7 @@
 #include <array>
 #include <unordered_map>
 
+#include "backend/gpu/kernel_ops.h"
 #include "backend/gpu/kernels.h"
 #include "backend/gpu_backend_api.h"
 #include "core/error.h"
@@ -169,21 +170,12 @@ class GpuBackend final : public Backend {
   }
 
   // --- ops ---
-  void embed(const Tensor& table, const Tensor& ids, Tensor out) override {
-    const int64_t T = ids.numel(), H = table.cols();
-    DCU_CHECK(ids.dtype == DType::I32 && out.dtype == DType::F32 && out.rows() == T && out.cols() == H);
-    gpu::launch_embed(launch(), table.data, table.dtype, ids.as<int32_t>(), out.as<float>(), T, H);
-  }
+  void embed(const Tensor& table, const Tensor& ids, Tensor out) override { gpu::embed(launch(), table, ids, out); }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
-    DCU_CHECK(f32(x) && f32(out) && w.numel() == x.cols() && out.numel() == x.numel());
-    gpu::launch_rms_norm(launch(), x.as<float>(), w.data, w.dtype, eps, unit_offset, out.as<float>(), x.rows(),
-                         x.cols());
+    gpu::rms_norm(launch(), x, w, eps, unit_offset, out);
   }
   void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
-    DCU_CHECK(f32(x) && f32(y) && f32(out) && w.numel() == x.cols() && y.numel() == x.numel() &&
-              out.numel() == x.numel());
-    gpu::launch_add_rms_norm(launch(), x.as<float>(), y.as<float>(), w.data, w.dtype, eps, unit_offset,
-                             out.as<float>(), x.rows(), x.cols());
+    gpu::add_rms_norm(launch(), x, y, w, eps, unit_offset, out);
   }
   void matmul(const Tensor& x, const Linear& w, Tensor y) override {
     const Linear ws[] = {w};
@@ -243,93 +235,39 @@ class GpuBackend final : public Backend {
     const Tensor ys[] = {y};
     gpu::launch_matmul_accumulate(launch(), matmul_args(x, ws, ys)[0]);
   }
-  void add(Tensor x, const Tensor& y) override {
-    DCU_CHECK(f32(x) && f32(y) && x.numel() == y.numel());
-    gpu::launch_add(launch(), x.as<float>(), y.as<float>(), x.numel());
-  }
-  void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override {
-    DCU_CHECK(f32(gate) && f32(up) && f32(out) && gate.numel() == up.numel() && out.numel() == gate.numel());
-    gpu::launch_swiglu(launch(), gate.as<float>(), up.as<float>(), out.as<float>(), gate.numel());
-  }
-  void sigmoid_mul(Tensor x, const Tensor& gate) override {
-    DCU_CHECK(f32(x) && f32(gate) && x.numel() == gate.numel());
-    gpu::launch_sigmoid_mul(launch(), x.as<float>(), gate.as<float>(), x.numel());
-  }
+  void add(Tensor x, const Tensor& y) override { gpu::add(launch(), x, y); }
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { gpu::swiglu(launch(), gate, up, out); }
+  void sigmoid_mul(Tensor x, const Tensor& gate) override { gpu::sigmoid_mul(launch(), x, gate); }
   void gather_rows(const Tensor& x, const Tensor& rows, Tensor out) override {
-    const int64_t R = rows.numel(), H = x.cols();
-    DCU_CHECK(f32(x) && f32(out) && rows.dtype == DType::I32 && out.rows() == R && out.cols() == H);
-    gpu::launch_gather_rows(launch(), x.as<float>(), rows.as<int32_t>(), out.as<float>(), R, H);
+    gpu::gather_rows(launch(), x, rows, out);
   }
 
   void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
                       const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate) override {
-    gpu::AttentionPrepArgs a;
-    a.T = int(qg.dim(0)), a.nh = int(qg.dim(1)), a.d = int(qg.dim(2)) / 2, a.nkv = int(k.dim(1));
-    DCU_CHECK(f32(qg) && f32(k) && f32(q) && f32(gate) && k.dim(2) == a.d);
-    DCU_CHECK(q.numel() == int64_t(a.T) * a.nh * a.d && gate.numel() == q.numel());
-    DCU_CHECK(q_norm.numel() == a.d && k_norm.numel() == a.d && rope.rotary_dim <= a.d && rope.rotary_dim % 2 == 0);
-    a.qg = qg.as<float>(), a.k = k.as<float>(), a.q = q.as<float>(), a.gate = gate.as<float>();
-    a.q_norm = q_norm.data, a.k_norm = k_norm.data, a.q_norm_type = q_norm.dtype, a.k_norm_type = k_norm.dtype;
-    a.eps = eps, a.rotary_dim = rope.rotary_dim, a.theta = rope.theta, a.positions = batch.positions;
-    gpu::launch_attention_prep(launch(), a);
+    gpu::attention_prep(launch(), qg, k, q_norm, k_norm, eps, rope, batch, q, gate);
   }
   void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache) override {
-    const int64_t T = k.dim(0), row = k.numel() / std::max<int64_t>(T, 1);
-    DCU_CHECK(f32(k) && f32(v) && v.numel() == k.numel() && cache.k.dtype == cache.v.dtype);
-    DCU_CHECK(cache.k.dim(2) * cache.k.dim(3) == row);
-    DCU_CHECK(cache.k.dtype != DType::I8 || (cache.k_scale.data && cache.v_scale.data));
-    gpu::launch_kv_cache_write(launch(), k.as<float>(), v.as<float>(), batch.slot_mapping, cache.k.data, cache.v.data,
-                               cache.k_scale.as<float>(), cache.v_scale.as<float>(), cache.k.dtype, T,
-                               int(cache.k.dim(2)), int(cache.k.dim(3)));
+    gpu::kv_cache_write(launch(), k, v, batch, cache);
   }
   void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale,
                        Tensor out) override {
-    gpu::PagedAttentionArgs a;
-    a.T = int(q.dim(0)), a.nh = int(q.dim(1)), a.d = int(q.dim(2)), a.nkv = int(cache.k.dim(2));
-    DCU_CHECK(f32(q) && f32(out) && out.numel() == q.numel() && cache.k.dim(3) == a.d && a.nh % a.nkv == 0);
-    DCU_CHECK(a.T == batch.num_tokens());
-    a.max_position = std::max(0, batch.host->position_limit - 1);
-    a.max_seq_rows = batch.host->max_seq_rows();
-    a.q = q.as<float>(), a.out = out.as<float>();
-    a.k_cache = cache.k.data, a.v_cache = cache.v.data, a.cache_type = cache.k.dtype, a.block_size = cache.block_size;
-    a.k_scale = cache.k_scale.as<float>(), a.v_scale = cache.v_scale.as<float>();
-    a.block_tables = batch.block_tables, a.max_blocks = batch.max_blocks_per_seq();
-    a.seq_row_begin = batch.seq_row_begin, a.num_seqs = batch.num_seqs(), a.positions = batch.positions;
-    a.scale = scale;
-    gpu::launch_paged_attention(launch(), a, scratch_);
+    gpu::paged_attention(launch(), scratch_, q, cache, batch, scale, out);
   }
 
   void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
                 Tensor out) override {
-    const int64_t C = mixed.cols();
-    const int Kc = int(weight.numel() / C);
-    DCU_CHECK(f32(mixed) && f32(out) && f32(state.conv) && weight.numel() == C * Kc);
-    DCU_CHECK(state.conv.numel() / state.conv.dim(0) == C * (Kc - 1));
-    gpu::launch_gdn_conv(launch(), mixed.as<float>(), weight.data, weight.dtype, state.conv.as<float>(),
-                         gdn_batch(batch), out.as<float>(), C, Kc);
+    gpu::gdn_conv(launch(), mixed, weight, state, batch, out);
   }
   void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g,
                  Tensor beta) override {
-    const int Hv = int(a.cols());
-    DCU_CHECK(f32(a) && f32(b) && f32(g) && f32(beta) && A_log.numel() == Hv && dt_bias.numel() == Hv);
-    gpu::launch_gdn_gates(launch(), a.as<float>(), b.as<float>(), A_log.data, A_log.dtype, dt_bias.data, dt_bias.dtype,
-                          g.as<float>(), beta.as<float>(), a.rows(), Hv);
+    gpu::gdn_gates(launch(), a, b, A_log, dt_bias, g, beta);
   }
   void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims, GdnState& state,
                       const BatchLayout& batch, Tensor out) override {
-    DCU_CHECK(f32(qkv) && f32(g) && f32(beta) && f32(out) && f32(state.recurrent));
-    DCU_CHECK(qkv.cols() == dims.conv_channels());
-    gpu::DeltaRuleArgs a;
-    a.qkv = qkv.as<float>(), a.g = g.as<float>(), a.beta = beta.as<float>();
-    a.state = state.recurrent.as<float>(), a.out = out.as<float>();
-    a.Hk = dims.num_key_heads, a.Hv = dims.num_value_heads, a.dk = dims.key_dim, a.dv = dims.value_dim;
-    gpu::launch_gdn_delta_rule(launch(), a, gdn_batch(batch));
+    gpu::gdn_delta_rule(launch(), qkv, g, beta, dims, state, batch, out);
   }
   void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
-    DCU_CHECK(f32(x) && f32(z) && f32(out) && w.numel() == x.cols() && z.numel() == x.numel() &&
-              out.numel() == x.numel());
-    gpu::launch_gated_rms_norm(launch(), x.as<float>(), z.as<float>(), w.data, w.dtype, eps, out.as<float>(), x.rows(),
-                               x.cols());
+    gpu::gated_rms_norm(launch(), x, z, w, eps, out);
   }
 
   void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) override {
@@ -406,10 +344,6 @@ class GpuBackend final : public Backend {
       run(args.data() + begin, end - begin);
       begin = end;
     }
-  }
-  static gpu::GdnBatch gdn_batch(const BatchLayout& b) {
-    return {b.seq_row_begin, b.seq_context_before, b.state_slots, b.state_write_slots, b.num_seqs(),
-            b.host->max_seq_rows()};
   }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));

@@ -214,7 +214,7 @@ void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const
 void launch_copy_columns(const Launch& l, const float* x, int64_t R, int64_t w, float* out, int64_t W,
                          int64_t column);
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(DCUSERVE_EMULATION)
 // The entry of a group kernel's index i in `ends` (running totals, entries past the group equal to the
 // last): a compare chain and selects, so that kernel-parameter arrays are not copied to the stack to
 // be indexed.
@@ -249,7 +249,11 @@ void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, d
     return;
   }
 #endif
+#if defined(DCUSERVE_EMULATION)
+  emulation::launch(grid, block, smem, kernel, Params(args)...);
+#else
   kernel<<<grid, block, smem, l.stream>>>(Params(args)...);
+#endif
 }
 
 // The kernels' element types for quantized codes (backend/linear.h): one int8 code, a byte of two

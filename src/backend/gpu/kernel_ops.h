@@ -1,0 +1,31 @@
+#pragma once
+// The Backend ops that are one kernel launcher each, over tensors: shape checks as the CPU reference's,
+// then the launch. GpuBackend forwards to them; so does the emulation test's backend
+// (tests/backend/kernel_emulation_test.cpp), which runs the same kernels on the CPU.
+
+#include "backend/backend.h"
+#include "backend/gpu/kernels.h"
+
+namespace dcu::gpu {
+
+void embed(const Launch& l, const Tensor& table, const Tensor& ids, Tensor out);
+void rms_norm(const Launch& l, const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out);
+void add_rms_norm(const Launch& l, Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out);
+void gated_rms_norm(const Launch& l, const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out);
+void add(const Launch& l, Tensor x, const Tensor& y);
+void swiglu(const Launch& l, const Tensor& gate, const Tensor& up, Tensor out);
+void sigmoid_mul(const Launch& l, Tensor x, const Tensor& gate);
+void gather_rows(const Launch& l, const Tensor& x, const Tensor& rows, Tensor out);
+void attention_prep(const Launch& l, const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                    const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate);
+void kv_cache_write(const Launch& l, const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache);
+void paged_attention(const Launch& l, Scratch& scratch, const Tensor& q, const PagedKv& cache, const BatchLayout& batch,
+                     float scale, Tensor out);
+void gdn_conv(const Launch& l, const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
+              Tensor out);
+void gdn_gates(const Launch& l, const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g,
+               Tensor beta);
+void gdn_delta_rule(const Launch& l, const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims,
+                    GdnState& state, const BatchLayout& batch, Tensor out);
+
+}  // namespace dcu::gpu

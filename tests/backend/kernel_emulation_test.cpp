@@ -1,0 +1,141 @@
+// The GPU kernels run on the CPU (backend/gpu/emulation.h) against the CPU reference: their indexing,
+// barriers and shuffles, on machines without a GPU, at this build's emulated warp width (32 as on
+// NVIDIA, 64 as on gfx906). Emulated: the elementwise, norm, attention (prep, KV writes, split decode,
+// tiled prefill) and Gated DeltaNet kernel files, as a HIP build compiles them (the CUDA-only
+// tensor-core attention's launchers answer "does not apply" here); not yet: the matmul and logit files.
+// The ops go through the GPU backend's own argument marshalling (kernel_ops.h). The checks are
+// gpu_ops_test's (op_checks.h), with contexts up to 40k rather than 256k and prompts of hundreds of
+// tokens rather than thousands.
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/gpu/kernel_ops.h"
+#include "core/error.h"
+#include "op_checks.h"
+
+namespace dcu::gpu {
+[[noreturn]] void fail_call(const char* expr, const char* file, int line, const char* what) {
+  throw Error(std::string(expr) + " at " + file + ":" + std::to_string(line) + ": " + what);
+}
+}  // namespace dcu::gpu
+
+namespace dcu::testing {
+namespace {
+
+// The CPU backend (its memory, and the ops the emulation does not cover) with the ops of the emulated
+// kernel files sent through them.
+class EmulatedKernels final : public CpuBackend {
+ public:
+  EmulatedKernels() { launch_.multiprocessors = 60; }  // a Z100's CUs: decode attention splits as there
+  void embed(const Tensor& table, const Tensor& ids, Tensor out) override { gpu::embed(launch_, table, ids, out); }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
+    gpu::rms_norm(launch_, x, w, eps, unit_offset, out);
+  }
+  void add_rms_norm(Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
+    gpu::add_rms_norm(launch_, x, y, w, eps, unit_offset, out);
+  }
+  void gated_rms_norm(const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out) override {
+    gpu::gated_rms_norm(launch_, x, z, w, eps, out);
+  }
+  void add(Tensor x, const Tensor& y) override { gpu::add(launch_, x, y); }
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { gpu::swiglu(launch_, gate, up, out); }
+  void sigmoid_mul(Tensor x, const Tensor& gate) override { gpu::sigmoid_mul(launch_, x, gate); }
+  void gather_rows(const Tensor& x, const Tensor& rows, Tensor out) override {
+    gpu::gather_rows(launch_, x, rows, out);
+  }
+  void attention_prep(const Tensor& qg, Tensor k, const Tensor& q_norm, const Tensor& k_norm, float eps,
+                      const RopeParams& rope, const BatchLayout& batch, Tensor q, Tensor gate) override {
+    gpu::attention_prep(launch_, qg, k, q_norm, k_norm, eps, rope, batch, q, gate);
+  }
+  void kv_cache_write(const Tensor& k, const Tensor& v, const BatchLayout& batch, PagedKv& cache) override {
+    gpu::kv_cache_write(launch_, k, v, batch, cache);
+  }
+  void paged_attention(const Tensor& q, const PagedKv& cache, const BatchLayout& batch, float scale,
+                       Tensor out) override {
+    gpu::paged_attention(launch_, scratch_, q, cache, batch, scale, out);
+  }
+  void gdn_conv(const Tensor& mixed, const Tensor& weight, GdnState& state, const BatchLayout& batch,
+                Tensor out) override {
+    gpu::gdn_conv(launch_, mixed, weight, state, batch, out);
+  }
+  void gdn_gates(const Tensor& a, const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor g,
+                 Tensor beta) override {
+    gpu::gdn_gates(launch_, a, b, A_log, dt_bias, g, beta);
+  }
+  void gdn_delta_rule(const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims, GdnState& state,
+                      const BatchLayout& batch, Tensor out) override {
+    gpu::gdn_delta_rule(launch_, qkv, g, beta, dims, state, batch, out);
+  }
+
+ private:
+  class HostScratch final : public gpu::Scratch {
+   public:
+    void* get(size_t bytes) override {
+      if (bytes > bytes_.size()) bytes_.resize(bytes);
+      return bytes_.data();
+    }
+
+   private:
+    std::vector<char> bytes_;
+  };
+  HostScratch scratch_;
+  gpu::Launch launch_;  // the emulated warp width
+};
+
+class KernelEmulation : public ::testing::Test {
+ protected:
+  EmulatedKernels gpu;
+  std::mt19937 rng{1234};
+};
+
+TEST_F(KernelEmulation, Embed) { check_embed(gpu, rng); }
+TEST_F(KernelEmulation, RmsNormAndGatedRmsNorm) { check_norms(gpu, rng); }
+TEST_F(KernelEmulation, ElementwiseAndGather) { check_elementwise_and_gather(gpu, rng); }
+TEST_F(KernelEmulation, AttentionPrep) { check_attention_prep(gpu, rng); }
+
+// Decode rows split over the context and merged (one split to many), and verify steps, at every cache
+// type.
+TEST_F(KernelEmulation, DecodeAttention) {
+  for (const AttnShape& s : kAttnShapes) check_paged_attention(gpu, s, DType::F32, rng);
+  check_paged_attention(gpu, kAttnShapes[0], DType::F16, rng);
+  check_paged_attention(gpu, kAttnShapes[1], DType::BF16, rng);
+  for (int ctx : {50, 129, 1000, 5000, 40000}) check_paged_attention(gpu, {8, 2, 64, 16}, DType::BF16, rng, {{ctx, 1}});
+  check_paged_attention(gpu, {12, 2, 128, 32}, DType::BF16, rng, {{9000, 4}, {777, 3}, {12, 9}, {4000, 1}});
+}
+
+TEST_F(KernelEmulation, DecodeAttentionIgnoresGraphPadding) {
+  check_decode_attention_ignores_graph_padding(gpu, {8, 2, 64, 16});
+}
+
+// The tiled prefill kernel: prompts, a chunked continuation and decode rows in one step, row tiles
+// straddling sequences.
+TEST_F(KernelEmulation, PrefillAttention) {
+  const std::vector<std::pair<int, int>> seqs = {{0, 300}, {100, 150}, {700, 1}, {40, 9}};
+  for (const AttnShape& s : kAttnShapes) check_paged_attention(gpu, s, DType::F32, rng, seqs);
+  check_paged_attention(gpu, kAttnShapes[1], DType::BF16, rng, seqs);
+  check_paged_attention(gpu, kAttnShapes[2], DType::F16, rng, {{0, 77}, {5, 70}});
+}
+
+TEST_F(KernelEmulation, Int8KvCache) {
+  const std::vector<std::vector<std::pair<int, int>>> steps = {{{700, 1}, {0, 37}, {3000, 3}, {15, 1}},
+                                                               {{0, 300}, {100, 150}}};
+  for (const AttnShape& s : {kAttnShapes[0], kAttnShapes[1]})
+    for (const auto& seqs : steps) check_int8_attention(gpu, s, rng, seqs);
+}
+
+TEST_F(KernelEmulation, GdnConvAndGates) { check_gdn_conv_and_gates(gpu, rng); }
+
+// The 27B's heads and every state-row count the walk instantiates (dk up to 16, 32, 64 and 128 at either
+// warp width), columns that do not fill a block (dv 24, 36), several value heads per key head.
+TEST_F(KernelEmulation, GdnDeltaRule) {
+  check_gdn_delta_rule(gpu, {{16, 48, 128, 128, 4}, {2, 6, 16, 32, 4}, {3, 6, 40, 24, 4}, {1, 2, 128, 36, 4}}, rng);
+}
+
+TEST_F(KernelEmulation, GdnVerifyRowsKeepTheirStates) {
+  for (const GdnDims& dims : {GdnDims{16, 48, 128, 128, 4}, GdnDims{2, 6, 32, 32, 4}, GdnDims{1, 2, 128, 36, 4}})
+    check_gdn_verify_rows(gpu, dims, rng);
+}
+
+}  // namespace
+}  // namespace dcu::testing
