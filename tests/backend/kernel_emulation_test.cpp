@@ -1,8 +1,8 @@
 // The GPU kernels run on the CPU (backend/gpu/emulation.h) against the CPU reference: their indexing,
 // barriers and shuffles, on machines without a GPU, at this build's emulated warp width (32 as on
 // NVIDIA, 64 as on gfx906). Emulated: the elementwise, norm, attention (prep, KV writes, split decode,
-// tiled prefill) and Gated DeltaNet kernel files, as a HIP build compiles them (the CUDA-only
-// tensor-core attention's launchers answer "does not apply" here); not yet: the matmul and logit files.
+// tiled prefill), Gated DeltaNet and logit kernel files, as a HIP build compiles them (the CUDA-only
+// tensor-core attention's launchers answer "does not apply" here); not yet: the matmul files.
 // The ops go through the GPU backend's own argument marshalling (kernel_ops.h). The checks are
 // gpu_ops_test's (op_checks.h), with contexts up to 40k rather than 256k and prompts of hundreds of
 // tokens rather than thousands.
@@ -67,6 +67,17 @@ class EmulatedKernels final : public CpuBackend {
                       const BatchLayout& batch, Tensor out) override {
     gpu::gdn_delta_rule(launch_, qkv, g, beta, dims, state, batch, out);
   }
+  void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) override {
+    gpu::adjust_logits(launch_, logits, targets, factors);
+  }
+  void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed) override {
+    gpu::mask_logits(launch_, logits, rows, allowed);
+  }
+  void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
+                     Tensor top_ids, Tensor stats) override {
+    gpu::logit_summary(launch_, scratch_, logits, rows, inv_temperature, top_values, top_ids, stats);
+  }
+  void copy_columns(const Tensor& x, Tensor out, int64_t column) override { gpu::copy_columns(launch_, x, out, column); }
 
  private:
   class HostScratch final : public gpu::Scratch {
@@ -123,6 +134,8 @@ TEST_F(KernelEmulation, Int8KvCache) {
   for (const AttnShape& s : {kAttnShapes[0], kAttnShapes[1]})
     for (const auto& seqs : steps) check_int8_attention(gpu, s, rng, seqs);
 }
+
+TEST_F(KernelEmulation, LogitOps) { check_logit_ops(gpu, rng); }
 
 TEST_F(KernelEmulation, GdnConvAndGates) { check_gdn_conv_and_gates(gpu, rng); }
 

@@ -4,6 +4,7 @@
 // kernels. Tolerances are gpu_ops_test's (its header says why).
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <utility>
 #include <vector>
@@ -299,6 +300,81 @@ inline void check_decode_attention_ignores_graph_padding(Backend& gpu, const Att
     const std::vector<float> exact = check_paged_attention(gpu, shape, DType::BF16, a, seqs);
     const std::vector<float> padded = check_paged_attention(gpu, shape, DType::BF16, b, seqs, limit);
     EXPECT_TRUE(exact == padded) << "limit " << limit;
+  }
+}
+
+// Sampling's logit ops: the summary must pick the same ids in the same order as the CPU (exact
+// values, ties by lower id), with sums within 1e-5; adjustments, masks and column copies are exact.
+inline void check_logit_ops(Backend& gpu, std::mt19937& rng) {
+  for (int64_t V : {248320, 50001, 1001, 64}) {  // 248320, 50001: several segments per row
+    const int64_t R = 5;
+    HostTensor logits(DType::F32, {R, V});
+    logits.random(rng, -20, 20);
+    for (int64_t j = 0; j < V; ++j) {
+      float& x = logits.t.as<float>()[V + j];  // row 1: quarter steps, ties everywhere
+      x = std::round(x * 4) / 4;
+      logits.t.as<float>()[2 * V + j] = 0.5f;  // row 2: all equal
+      if (j % 3 == 0) logits.t.as<float>()[3 * V + j] = -INFINITY;  // row 3: bans
+    }
+    logits.t.as<float>()[4 * V + V / 2] = -0.0f;  // equal to +0
+    logits.t.as<float>()[4 * V + V / 3] = 0.0f;
+
+    // Adjustments on distinct (row, id) pairs, bans included.
+    const int64_t E = 40;
+    HostTensor targets(DType::I32, {E, 2}), factors(DType::F32, {E, 2});
+    for (int64_t e = 0; e < E; ++e) {
+      targets.t.as<int32_t>()[2 * e] = int32_t(e % R);
+      targets.t.as<int32_t>()[2 * e + 1] = int32_t((e / R) * (V / 8) + e % 3);
+      factors.t.as<float>()[2 * e] = 1.0f + float(e % 4) * 0.25f;
+      factors.t.as<float>()[2 * e + 1] = e % 7 == 0 ? INFINITY : float(e % 5) * 0.3f;
+    }
+    DeviceTensor d_logits(gpu, logits), d_targets(gpu, targets), d_factors(gpu, factors);
+    cpu::adjust_logits(logits.t, targets.t, factors.t);
+    gpu.adjust_logits(d_logits.t, d_targets.t, d_factors.t);
+    EXPECT_TRUE(d_logits.floats() == logits.floats()) << "adjust_logits V=" << V;  // bit-equal, infinities too
+
+    // Structured-output masks on rows 0 and 3 (random bits; row 0 also keeps only ids below 64).
+    const int64_t words = (V + 31) / 32;
+    HostTensor mask_rows(DType::I32, {2}), allowed(DType::I32, {2, words});
+    mask_rows.t.as<int32_t>()[0] = 3, mask_rows.t.as<int32_t>()[1] = 0;
+    for (int64_t i = 0; i < words; ++i) {
+      allowed.t.as<int32_t>()[i] = int32_t(rng());
+      allowed.t.as<int32_t>()[words + i] = i < 2 ? int32_t(rng()) : 0;
+    }
+    DeviceTensor d_mask_rows(gpu, mask_rows), d_allowed(gpu, allowed);
+    cpu::mask_logits(logits.t, mask_rows.t, allowed.t);
+    gpu.mask_logits(d_logits.t, d_mask_rows.t, d_allowed.t);
+    EXPECT_TRUE(d_logits.floats() == logits.floats()) << "mask_logits V=" << V;
+
+    for (int64_t k : {1, 2, 20, 256, 1000, 1024}) {
+      if (k > V) continue;
+      const int64_t n = 4;
+      HostTensor rows(DType::I32, {n}), inv_t(DType::F32, {n}), values(DType::F32, {n, k}), ids(DType::I32, {n, k}),
+          stats(DType::F32, {n, 2});
+      const int32_t pick[n] = {4, 1, 2, 3};
+      const float temperature_inv[n] = {1.0f, 1.0f / 0.7f, 2.0f, 0.5f};
+      for (int64_t i = 0; i < n; ++i) rows.t.as<int32_t>()[i] = pick[i], inv_t.t.as<float>()[i] = temperature_inv[i];
+      DeviceTensor d_rows(gpu, rows), d_inv_t(gpu, inv_t), d_values(gpu, values), d_ids(gpu, ids),
+          d_stats(gpu, stats);
+      cpu::logit_summary(logits.t, rows.t, inv_t.t, values.t, ids.t, stats.t);
+      gpu.logit_summary(d_logits.t, d_rows.t, d_inv_t.t, d_values.t, d_ids.t, d_stats.t);
+      std::vector<int32_t> got_ids(size_t(n * k));
+      gpu.download(got_ids.data(), d_ids.t.data, got_ids.size() * 4);
+      for (int64_t i = 0; i < n * k; ++i)
+        ASSERT_EQ(got_ids[size_t(i)], ids.t.as<int32_t>()[i]) << "V=" << V << " k=" << k << " at " << i;
+      EXPECT_TRUE(d_values.floats() == values.floats()) << "V=" << V << " k=" << k;
+      const std::vector<float> got = d_stats.floats(), want = stats.floats();
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0f, std::abs(want[i])))
+            << "stats V=" << V << " k=" << k << " " << i;
+    }
+
+    HostTensor block(DType::F32, {R, 7}), out(DType::F32, {R, V + 9});
+    block.random(rng), out.random(rng);
+    DeviceTensor d_block(gpu, block), d_out(gpu, out);
+    cpu::copy_columns(block.t, out.t, V + 2);
+    gpu.copy_columns(d_block.t, d_out.t, V + 2);
+    EXPECT_TRUE(d_out.floats() == out.floats()) << "copy_columns V=" << V;
   }
 }
 

@@ -61,6 +61,13 @@ inline __half __ushort_as_half(uint16_t bits) { return {bits}; }
 inline uint16_t __half_as_ushort(__half h) { return h.bits; }
 inline float __half2float(__half h) { return dcu::f16_to_f32(h.bits); }
 inline __half __float2half_rn(float v) { return {dcu::f32_to_f16(v)}; }
+// Fibers run one at a time: a read-modify-write is atomic as it stands.
+template <typename T>
+T atomicAdd(T* address, T value) {
+  const T old = *address;
+  *address = old + value;
+  return old;
+}
 using std::max;
 using std::min;
 

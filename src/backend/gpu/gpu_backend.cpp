@@ -271,32 +271,17 @@ class GpuBackend final : public Backend {
   }
 
   void adjust_logits(Tensor logits, const Tensor& targets, const Tensor& factors) override {
-    DCU_CHECK(f32(logits) && targets.dtype == DType::I32 && f32(factors) && targets.cols() == 2 &&
-              factors.cols() == 2 && factors.rows() == targets.rows());
-    gpu::launch_adjust_logits(launch(), logits.as<float>(), logits.cols(), targets.as<int32_t>(), factors.as<float>(),
-                              targets.rows());
+    gpu::adjust_logits(launch(), logits, targets, factors);
   }
   void mask_logits(Tensor logits, const Tensor& rows, const Tensor& allowed) override {
-    DCU_CHECK(f32(logits) && rows.dtype == DType::I32 && allowed.dtype == DType::I32 &&
-              allowed.rows() == rows.numel() && allowed.cols() == (logits.cols() + 31) / 32);
-    gpu::launch_mask_logits(launch(), logits.as<float>(), logits.cols(), rows.as<int32_t>(),
-                            reinterpret_cast<const uint32_t*>(allowed.as<int32_t>()), rows.numel());
+    gpu::mask_logits(launch(), logits, rows, allowed);
   }
   void logit_summary(const Tensor& logits, const Tensor& rows, const Tensor& inv_temperature, Tensor top_values,
                      Tensor top_ids, Tensor stats) override {
-    static_assert(kMaxLogitCandidates == gpu::kMaxSummaryCandidates);
-    const int64_t n = rows.numel(), k = top_values.cols();
-    DCU_CHECK(f32(logits) && rows.dtype == DType::I32 && f32(inv_temperature) && inv_temperature.numel() == n);
-    DCU_CHECK(f32(top_values) && top_values.rows() == n && top_ids.dtype == DType::I32 && top_ids.rows() == n &&
-              top_ids.cols() == k && f32(stats) && stats.numel() == 2 * n);
-    DCU_CHECK(k >= 1 && k <= std::min<int64_t>(logits.cols(), kMaxLogitCandidates));
-    gpu::launch_logit_summary(launch(), logits.as<float>(), logits.cols(), rows.as<int32_t>(),
-                              inv_temperature.as<float>(), n, int(k), top_values.as<float>(), top_ids.as<int32_t>(),
-                              stats.as<float>(), scratch_);
+    gpu::logit_summary(launch(), scratch_, logits, rows, inv_temperature, top_values, top_ids, stats);
   }
   void copy_columns(const Tensor& x, Tensor out, int64_t column) override {
-    DCU_CHECK(f32(x) && f32(out) && out.rows() == x.rows() && column >= 0 && column + x.cols() <= out.cols());
-    gpu::launch_copy_columns(launch(), x.as<float>(), x.rows(), x.cols(), out.as<float>(), out.cols(), column);
+    gpu::copy_columns(launch(), x, out, column);
   }
 
  private:

@@ -133,4 +133,35 @@ void gdn_delta_rule(const Launch& l, const Tensor& qkv, const Tensor& g, const T
   launch_gdn_delta_rule(l, a, gdn_batch(batch));
 }
 
+void adjust_logits(const Launch& l, Tensor logits, const Tensor& targets, const Tensor& factors) {
+  DCU_CHECK(f32(logits) && targets.dtype == DType::I32 && f32(factors) && targets.cols() == 2 &&
+            factors.cols() == 2 && factors.rows() == targets.rows());
+  launch_adjust_logits(l, logits.as<float>(), logits.cols(), targets.as<int32_t>(), factors.as<float>(),
+                       targets.rows());
+}
+
+void mask_logits(const Launch& l, Tensor logits, const Tensor& rows, const Tensor& allowed) {
+  DCU_CHECK(f32(logits) && rows.dtype == DType::I32 && allowed.dtype == DType::I32 &&
+            allowed.rows() == rows.numel() && allowed.cols() == (logits.cols() + 31) / 32);
+  launch_mask_logits(l, logits.as<float>(), logits.cols(), rows.as<int32_t>(),
+                     reinterpret_cast<const uint32_t*>(allowed.as<int32_t>()), rows.numel());
+}
+
+void logit_summary(const Launch& l, Scratch& scratch, const Tensor& logits, const Tensor& rows,
+                   const Tensor& inv_temperature, Tensor top_values, Tensor top_ids, Tensor stats) {
+  static_assert(kMaxLogitCandidates == kMaxSummaryCandidates);
+  const int64_t n = rows.numel(), k = top_values.cols();
+  DCU_CHECK(f32(logits) && rows.dtype == DType::I32 && f32(inv_temperature) && inv_temperature.numel() == n);
+  DCU_CHECK(f32(top_values) && top_values.rows() == n && top_ids.dtype == DType::I32 && top_ids.rows() == n &&
+            top_ids.cols() == k && f32(stats) && stats.numel() == 2 * n);
+  DCU_CHECK(k >= 1 && k <= std::min<int64_t>(logits.cols(), kMaxLogitCandidates));
+  launch_logit_summary(l, logits.as<float>(), logits.cols(), rows.as<int32_t>(), inv_temperature.as<float>(), n,
+                       int(k), top_values.as<float>(), top_ids.as<int32_t>(), stats.as<float>(), scratch);
+}
+
+void copy_columns(const Launch& l, const Tensor& x, Tensor out, int64_t column) {
+  DCU_CHECK(f32(x) && f32(out) && out.rows() == x.rows() && column >= 0 && column + x.cols() <= out.cols());
+  launch_copy_columns(l, x.as<float>(), x.rows(), x.cols(), out.as<float>(), out.cols(), column);
+}
+
 }  // namespace dcu::gpu

@@ -1,5 +1,5 @@
 #pragma once
-// The Backend ops that are one kernel launcher each, over tensors: shape checks as the CPU reference's,
+// The Backend ops that are one kernel launcher (or one pair) each, over tensors: shape checks as the CPU reference's,
 // then the launch. GpuBackend forwards to them; so does the emulation test's backend
 // (tests/backend/kernel_emulation_test.cpp), which runs the same kernels on the CPU.
 
@@ -27,5 +27,10 @@ void gdn_gates(const Launch& l, const Tensor& a, const Tensor& b, const Tensor& 
                Tensor beta);
 void gdn_delta_rule(const Launch& l, const Tensor& qkv, const Tensor& g, const Tensor& beta, const GdnDims& dims,
                     GdnState& state, const BatchLayout& batch, Tensor out);
+void adjust_logits(const Launch& l, Tensor logits, const Tensor& targets, const Tensor& factors);
+void mask_logits(const Launch& l, Tensor logits, const Tensor& rows, const Tensor& allowed);
+void logit_summary(const Launch& l, Scratch& scratch, const Tensor& logits, const Tensor& rows,
+                   const Tensor& inv_temperature, Tensor top_values, Tensor top_ids, Tensor stats);
+void copy_columns(const Launch& l, const Tensor& x, Tensor out, int64_t column);
 
 }  // namespace dcu::gpu

@@ -233,8 +233,19 @@ __device__ __forceinline__ T group_pick(const T (&values)[kMaxMatmulGroup], int 
   return v;
 }
 
-// kernel<<<grid, block, smem, l.stream>>>(args...), allowed to start before the previous kernel ends
-// when l.overlap (see let_next_kernel_start in compat.h: the kernel must wait_for_previous_kernel).
+// kernel<<<grid, block, smem, l.stream>>>(args...), or its emulation on the CPU.
+template <typename... Params, typename... Args>
+void launch_kernel(const Launch& l, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args) {
+#if defined(DCUSERVE_EMULATION)
+  (void)l;
+  emulation::launch(grid, block, smem, kernel, Params(args)...);
+#else
+  kernel<<<grid, block, smem, l.stream>>>(Params(args)...);
+#endif
+}
+
+// launch_kernel, allowed to start before the previous kernel ends when l.overlap (see
+// let_next_kernel_start in compat.h: the kernel must wait_for_previous_kernel).
 template <typename... Params, typename... Args>
 void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args) {
 #if defined(DCUSERVE_CUDA)
@@ -249,11 +260,7 @@ void launch_overlapping(const Launch& l, void (*kernel)(Params...), dim3 grid, d
     return;
   }
 #endif
-#if defined(DCUSERVE_EMULATION)
-  emulation::launch(grid, block, smem, kernel, Params(args)...);
-#else
-  kernel<<<grid, block, smem, l.stream>>>(Params(args)...);
-#endif
+  launch_kernel(l, kernel, grid, block, smem, args...);
 }
 
 // The kernels' element types for quantized codes (backend/linear.h): one int8 code, a byte of two

@@ -331,8 +331,8 @@ __global__ void copy_columns_kernel(const float* x, int64_t w, float* out, int64
 void launch_adjust_logits(const Launch& l, float* logits, int64_t V, const int32_t* targets, const float* factors,
                           int64_t E) {
   if (E == 0) return;
-  adjust_logits_kernel<<<unsigned((E + kThreads - 1) / kThreads), kThreads, 0, l.stream>>>(logits, V, targets,
-                                                                                           factors, E);
+  launch_kernel(l, adjust_logits_kernel, unsigned((E + kThreads - 1) / kThreads), kThreads, 0, logits, V, targets,
+                factors, E);
   GPU_CHECK_LAUNCH();
 }
 
@@ -340,7 +340,7 @@ void launch_mask_logits(const Launch& l, float* logits, int64_t V, const int32_t
                         int64_t m) {
   if (m == 0) return;
   const dim3 grid(unsigned(m), unsigned((V + kThreads - 1) / kThreads));
-  mask_logits_kernel<<<grid, kThreads, 0, l.stream>>>(logits, V, rows, allowed, (V + 31) / 32);
+  launch_kernel(l, mask_logits_kernel, grid, kThreads, 0, logits, V, rows, allowed, (V + 31) / 32);
   GPU_CHECK_LAUNCH();
 }
 
@@ -359,18 +359,18 @@ void launch_logit_summary(const Launch& l, const float* logits, int64_t V, const
   auto* part_stats = reinterpret_cast<RowStats*>(base);
   auto* part_values = reinterpret_cast<float*>(base + n * P * sizeof(RowStats));
   auto* part_ids = reinterpret_cast<int32_t*>(part_values + n * P * k_part);
-  segment_summary_kernel<<<dim3(unsigned(n), unsigned(P)), kThreads, 0, l.stream>>>(
-      logits, V, length, rows, inv_temperature, k, part_stats, part_values, part_ids);
+  launch_kernel(l, segment_summary_kernel, dim3(unsigned(n), unsigned(P)), kThreads, 0, logits, V, length, rows,
+                inv_temperature, k, part_stats, part_values, part_ids);
   GPU_CHECK_LAUNCH();
-  merge_summary_kernel<<<unsigned(n), kThreads, 0, l.stream>>>(part_stats, part_values, part_ids, int(P),
-                                                               inv_temperature, k, top_values, top_ids, stats);
+  launch_kernel(l, merge_summary_kernel, unsigned(n), kThreads, 0, part_stats, part_values, part_ids, int(P),
+                inv_temperature, k, top_values, top_ids, stats);
   GPU_CHECK_LAUNCH();
 }
 
 void launch_copy_columns(const Launch& l, const float* x, int64_t R, int64_t w, float* out, int64_t W,
                          int64_t column) {
   if (R == 0 || w == 0) return;
-  copy_columns_kernel<<<unsigned(R), 256, 0, l.stream>>>(x, w, out, W, column);
+  launch_kernel(l, copy_columns_kernel, unsigned(R), 256, 0, x, w, out, W, column);
   GPU_CHECK_LAUNCH();
 }
 

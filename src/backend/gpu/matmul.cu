@@ -632,7 +632,8 @@ void launch_matmul_group(const Launch& l, const MatmulArgs* group, int count, Sc
     for (int i = 0; i < larger_count; ++i) {
       const MatmulArgs& a = larger[i];
       const dim3 grid(blocks_for(a.N, kTile), blocks_for(a.T, kTile));
-      gemm_tiled_kernel<W><<<grid, kTileThreads, 0, l.stream>>>(a.x, static_cast<const W*>(a.w), a.y, a.T, a.K, a.N);
+      launch_kernel(l, gemm_tiled_kernel<W>, grid, kTileThreads, 0, a.x, static_cast<const W*>(a.w), a.y, a.T, a.K,
+                    a.N);
     }
   });
   GPU_CHECK_LAUNCH();
