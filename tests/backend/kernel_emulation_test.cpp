@@ -1,8 +1,10 @@
 // The GPU kernels run on the CPU (backend/gpu/emulation.h) against the CPU reference: their indexing,
 // barriers and shuffles, on machines without a GPU, at this build's emulated warp width (32 as on
-// NVIDIA, 64 as on gfx906). Emulated: the elementwise, norm, attention (prep, KV writes, split decode,
-// tiled prefill), Gated DeltaNet and logit kernel files, as a HIP build compiles them (the CUDA-only
-// tensor-core attention's launchers answer "does not apply" here); not yet: the matmul files.
+// NVIDIA, 64 as on gfx906). Emulated: the elementwise, norm, matmul (GEMV with its fusions, tiled GEMM,
+// weight expansion, int8-activation GEMV), attention (prep, KV writes, split decode, tiled prefill),
+// Gated DeltaNet and logit kernel files, as a HIP build without rocBLAS compiles them except for
+// gfx906's own builtins (the f16 GEMV's v_dot2: the emulation takes the portable path) and the
+// CUDA-only tensor-core kernels (their launchers answer "does not apply" here).
 // The ops go through the GPU backend's own argument marshalling (kernel_ops.h). The checks are
 // gpu_ops_test's (op_checks.h), with contexts up to 40k rather than 256k and prompts of hundreds of
 // tokens rather than thousands.
@@ -27,8 +29,34 @@ namespace {
 // kernel files sent through them.
 class EmulatedKernels final : public CpuBackend {
  public:
-  EmulatedKernels() { launch_.multiprocessors = 60; }  // a Z100's CUs: decode attention splits as there
+  EmulatedKernels() {
+    launch_.multiprocessors = 60;  // a Z100's CUs: decode attention splits as there
+    launch_.expanded = &expanded_, launch_.activations = &activations_;
+  }
   void embed(const Tensor& table, const Tensor& ids, Tensor out) override { gpu::embed(launch_, table, ids, out); }
+  void matmul(const Tensor& x, const Linear& w, Tensor y) override {
+    const Linear ws[] = {w};
+    const Tensor ys[] = {y};
+    matmul_group(x, ws, ys);
+  }
+  void matmul_group(const Tensor& x, std::span<const Linear> ws, std::span<const Tensor> ys) override {
+    gpu::matmul_group(launch_, scratch_, ordered_inputs_, x, ws, ys);
+  }
+  void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
+                      Tensor out) override {
+    gpu::gate_up_swiglu(launch_, scratch_, x, gate_w, up_w, gate, up, out);
+  }
+  bool reads_fp8_weights() const override { return false; }  // as a HIP build
+  bool fuses_norms(int64_t T) const override { return gpu::gemv_takes_all(launch_.gemv_max_tokens, T); }
+  void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
+                         std::span<const Tensor> ys) override {
+    gpu::norm_matmul_group(launch_, x, norm_w, eps, ws, ys);
+  }
+  void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Linear& gate_w, const Linear& up_w,
+                           Tensor out) override {
+    gpu::norm_gate_up_swiglu(launch_, x, norm_w, eps, gate_w, up_w, out);
+  }
+  void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y) override { gpu::matmul_accumulate(launch_, x, w, y); }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
     gpu::rms_norm(launch_, x, w, eps, unit_offset, out);
   }
@@ -90,8 +118,8 @@ class EmulatedKernels final : public CpuBackend {
    private:
     std::vector<char> bytes_;
   };
-  HostScratch scratch_;
-  gpu::Launch launch_;  // the emulated warp width
+  HostScratch scratch_, ordered_inputs_, expanded_, activations_;
+  gpu::Launch launch_;  // the emulated warp width, a HIP build's GEMV limit (16 rows)
 };
 
 class KernelEmulation : public ::testing::Test {
@@ -101,6 +129,10 @@ class KernelEmulation : public ::testing::Test {
 };
 
 TEST_F(KernelEmulation, Embed) { check_embed(gpu, rng); }
+TEST_F(KernelEmulation, Matmul) { check_matmuls(gpu, rng); }
+TEST_F(KernelEmulation, MatmulGroup) { check_matmul_group(gpu, "emulated", rng); }
+TEST_F(KernelEmulation, GateUpSwiglu) { check_gate_up_swiglu(gpu, "emulated", rng); }
+TEST_F(KernelEmulation, NormsFoldedIntoMatmuls) { check_norms_folded_into_matmuls(gpu, "emulated", rng); }
 TEST_F(KernelEmulation, RmsNormAndGatedRmsNorm) { check_norms(gpu, rng); }
 TEST_F(KernelEmulation, ElementwiseAndGather) { check_elementwise_and_gather(gpu, rng); }
 TEST_F(KernelEmulation, AttentionPrep) { check_attention_prep(gpu, rng); }

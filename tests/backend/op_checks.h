@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -13,6 +15,149 @@
 #include "gpu_test_util.h"
 
 namespace dcu::testing {
+
+// gpu_ops_test's matmul tolerances (its header says why).
+inline float matmul_tolerance(DType w) { return w == DType::F16 ? 2e-3f : 1e-4f; }
+
+struct MatmulCase {
+  int64_t T, K, N;
+  DType w;
+};
+
+// y = x . w^T on `be` against the CPU for one random case; `where` names the configuration.
+inline void check_matmul(Backend& be, const MatmulCase& c, std::mt19937& rng, const std::string& where = "") {
+  HostTensor x(DType::F32, {c.T, c.K}), w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N});
+  x.random(rng), w.random(rng, -0.1f, 0.1f);
+  cpu::matmul(x.t, w.t, y.t);
+  DeviceTensor dx(be, x), dw(be, w), dy(be, y);
+  be.matmul(dx.t, dw.t, dy.t);
+  EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w))
+      << "T=" << c.T << " K=" << c.K << " N=" << c.N << " " << dtype_name(c.w) << where;
+}
+
+// One matmul at a time: decode rows (GEMV), odd sizes and prompt rows (tiled; cuBLAS on CUDA).
+inline void check_matmuls(Backend& be, std::mt19937& rng) {
+  const std::vector<MatmulCase> cases = {
+      {1, 5120, 17408, DType::BF16},  // 27B gate/up projection, decode
+      {1, 17408, 5120, DType::F16},   // 27B down projection, decode
+      {3, 5120, 6144, DType::F16},    // GDN z projection, a few decode rows
+      {8, 5120, 48, DType::BF16},     // GDN a/b projections
+      {16, 5120, 1024, DType::BF16},  // k/v projections at batch 16 (widest GEMV)
+      {11, 6144, 5121, DType::BF16},  // N not a multiple of the block's columns
+      {13, 1001, 37, DType::F16},     // scalar GEMV past 8 rows
+      {2, 256, 1024, DType::F32},     // tiny model lm_head
+      {5, 77, 33, DType::BF16},       // odd K: scalar GEMV path
+      {17, 5120, 520, DType::BF16},   // tiled path
+      {40, 100, 50, DType::F32},      // tiled, odd sizes
+      {70, 640, 300, DType::BF16},    // CUDA: cuBLAS path
+      {70, 640, 300, DType::F16},
+      {33, 131, 67, DType::F16},      // odd K past the GEMV range
+  };
+  for (const MatmulCase& c : cases) check_matmul(be, c, rng);
+}
+
+// matmul_group: the projections of one input in one launch per kernel (the GEMV and the tensor-core
+// kernel take the whole group). Each output against the CPU's matmul: the GDN layer's four input
+// projections (two wide, two narrow: at 3..32 rows all four take tensor cores in the bf16 mode, at
+// 3..16 rows of the f32 mode all the GEMV), attention q/k/v and the MLP's gate/up, at decode and
+// prefill sizes; `mode` names the backend's precision mode in messages.
+inline void check_matmul_group(Backend& be, const std::string& mode, std::mt19937& rng) {
+  struct GroupCase {
+    int64_t T, K;
+    std::vector<int64_t> N;
+    DType w;
+  };
+  const std::vector<GroupCase> cases = {
+      {1, 5120, {10240, 6144, 48, 48}, DType::BF16}, {2, 1024, {4096, 2048, 16, 16}, DType::BF16},
+      {5, 5120, {10240, 6144, 48, 48}, DType::BF16}, {13, 640, {1200, 300, 7, 9}, DType::F16},
+      {32, 1024, {2000, 256, 256}, DType::BF16},     {40, 640, {1100, 1100}, DType::BF16},
+      {3, 77, {33, 5}, DType::F32},                   {1, 4096, {12288, 12288}, DType::BF16}};
+  for (const GroupCase& c : cases) {
+    HostTensor x(DType::F32, {c.T, c.K});
+    x.random(rng);
+    DeviceTensor dx(be, x);
+    std::deque<HostTensor> ws, ys;  // deques: elements never move (the tensors point into them)
+    std::deque<DeviceTensor> dws, dys;
+    for (int64_t N : c.N) {
+      ws.emplace_back(c.w, std::initializer_list<int64_t>{N, c.K}).random(rng, -0.1f, 0.1f);
+      ys.emplace_back(DType::F32, std::initializer_list<int64_t>{c.T, N});
+      dws.emplace_back(be, ws.back()), dys.emplace_back(be, ys.back());
+    }
+    std::vector<Linear> w_views;
+    std::vector<Tensor> y_views;
+    for (size_t i = 0; i < c.N.size(); ++i) w_views.push_back(dws[i].t), y_views.push_back(dys[i].t);
+    be.matmul_group(dx.t, w_views, y_views);
+    for (size_t i = 0; i < c.N.size(); ++i) {
+      cpu::matmul(x.t, ws[i].t, ys[i].t);
+      EXPECT_LT(relative_error(dys[i].floats(), ys[i].floats()), matmul_tolerance(c.w))
+          << mode << " T=" << c.T << " K=" << c.K << " part " << i << " N=" << c.N[i];
+    }
+  }
+}
+
+// gate_up_swiglu: one GEMV pass whose epilogue applies silu(gate) * up (1 and 2 rows, and narrow
+// matrices up to 16 rows), or the two products and swiglu (more rows); against the CPU's two matmuls
+// and swiglu, with the output written over the gate scratch as the model runner does.
+inline void check_gate_up_swiglu(Backend& be, const std::string& mode, std::mt19937& rng) {
+  struct Case {
+    int64_t T, K, N;
+    DType w;
+  };
+  const std::vector<Case> cases = {{1, 5120, 17408, DType::BF16}, {2, 1024, 3584, DType::F16},
+                                   {1, 77, 33, DType::F32},       {12, 640, 1000, DType::BF16},
+                                   {5, 512, 2001, DType::BF16},   {40, 640, 300, DType::BF16}};
+  for (const Case& c : cases) {
+    HostTensor x(DType::F32, {c.T, c.K}), gw(c.w, {c.N, c.K}), uw(c.w, {c.N, c.K});
+    HostTensor gate(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N}), want(DType::F32, {c.T, c.N});
+    x.random(rng), gw.random(rng, -0.1f, 0.1f), uw.random(rng, -0.1f, 0.1f);
+    cpu::matmul(x.t, gw.t, gate.t);
+    cpu::matmul(x.t, uw.t, up.t);
+    cpu::swiglu(gate.t, up.t, want.t);
+    DeviceTensor dx(be, x), dgw(be, gw), duw(be, uw), dgate(be, gate), dup(be, up);
+    be.gate_up_swiglu(dx.t, dgw.t, duw.t, dgate.t, dup.t, dgate.t);
+    EXPECT_LT(relative_error(dgate.floats(), want.floats()), matmul_tolerance(c.w))
+        << mode << " T=" << c.T << " K=" << c.K << " N=" << c.N;
+  }
+}
+
+// The decode-step fusions (fuses_norms: rows the GEMV takes): norm_matmul_group and
+// norm_gate_up_swiglu against the CPU's rms_norm (1 + w) then matmuls, matmul_accumulate against
+// y + matmul; 27B / 9B widths, odd sizes (the element-wise GEMV path), each weight dtype.
+inline void check_norms_folded_into_matmuls(Backend& be, const std::string& mode, std::mt19937& rng) {
+  struct Case {
+    int64_t T, K, N;
+    DType w, norm;
+  };
+  const std::vector<Case> cases = {
+      {1, 5120, 6144, DType::BF16, DType::BF16}, {2, 4096, 3000, DType::BF16, DType::F32},
+      {1, 77, 33, DType::F32, DType::BF16},      {5, 640, 1000, DType::F16, DType::F16},
+      {16, 1024, 520, DType::BF16, DType::BF16}};
+  for (const Case& c : cases) {
+    if (!be.fuses_norms(c.T)) continue;  // the bf16 mode's GEMV takes 2 rows
+    const std::string what = std::string(mode) + " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K);
+    HostTensor x(DType::F32, {c.T, c.K}), nw(c.norm, {c.K}), normed(DType::F32, {c.T, c.K});
+    HostTensor w(c.w, {c.N, c.K}), up_w(c.w, {c.N, c.K}), y(DType::F32, {c.T, c.N}), up(DType::F32, {c.T, c.N});
+    HostTensor acc(DType::F32, {c.T, c.N});
+    x.random(rng, -3, 3), nw.random(rng, -0.5f, 0.5f), w.random(rng, -0.1f, 0.1f), up_w.random(rng, -0.1f, 0.1f);
+    acc.random(rng);
+    DeviceTensor dx(be, x), dnw(be, nw), dw(be, w), dup_w(be, up_w), dy(be, y), dacc(be, acc);
+    cpu::rms_norm(x.t, nw.t, 1e-6f, true, normed.t);
+    const Linear ws[] = {dw.t};
+    const Tensor ys[] = {dy.t};
+    be.norm_matmul_group(dx.t, dnw.t, 1e-6f, ws, ys);
+    cpu::matmul(normed.t, w.t, y.t);
+    EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w)) << what << " norm_matmul_group";
+    be.norm_gate_up_swiglu(dx.t, dnw.t, 1e-6f, dw.t, dup_w.t, dy.t);
+    cpu::matmul(normed.t, up_w.t, up.t);
+    cpu::swiglu(y.t, up.t, y.t);
+    EXPECT_LT(relative_error(dy.floats(), y.floats()), matmul_tolerance(c.w)) << what << " norm_gate_up_swiglu";
+    be.matmul_accumulate(dx.t, dw.t, dacc.t);
+    cpu::matmul(x.t, w.t, y.t);
+    std::vector<float> expected = acc.floats();
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] += y.floats()[i];
+    EXPECT_LT(relative_error(dacc.floats(), expected), matmul_tolerance(c.w)) << what << " matmul_accumulate";
+  }
+}
 
 // Attention heads: query heads, KV heads, head dim, rotary dims.
 struct AttnShape {

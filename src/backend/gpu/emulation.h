@@ -61,6 +61,13 @@ inline __half __ushort_as_half(uint16_t bits) { return {bits}; }
 inline uint16_t __half_as_ushort(__half h) { return h.bits; }
 inline float __half2float(__half h) { return dcu::f16_to_f32(h.bits); }
 inline __half __float2half_rn(float v) { return {dcu::f32_to_f16(v)}; }
+// Byte i of the result is byte (selector nibble i & 7) of b:a (CUDA's default mode).
+inline uint32_t __byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
+  const uint64_t bytes = uint64_t(b) << 32 | a;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xff) << (8 * i);
+  return r;
+}
 // Fibers run one at a time: a read-modify-write is atomic as it stands.
 template <typename T>
 T atomicAdd(T* address, T value) {
@@ -103,5 +110,8 @@ float shuffle_xor(float v, int offset, int width);
 inline void __syncthreads() { dcu::gpu::emulation::sync_block(); }
 inline void __syncwarp() { dcu::gpu::emulation::sync_warp(); }
 inline float __shfl_xor_sync(unsigned, float v, int offset, int width) {
+  return dcu::gpu::emulation::shuffle_xor(v, offset, width);
+}
+inline float __shfl_xor(float v, int offset, int width = DCUSERVE_EMULATED_WARP_SIZE) {  // HIP's spelling
   return dcu::gpu::emulation::shuffle_xor(v, offset, width);
 }

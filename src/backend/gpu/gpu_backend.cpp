@@ -1,10 +1,10 @@
-// The Backend implementation for CUDA and HIP GPUs: memory on one device, one stream, and the op table
-// forwarding to the kernel launchers (kernels.h). Shape checks mirror the CPU reference.
+// The Backend implementation for CUDA and HIP GPUs: memory on one device, one stream, graphs, the scratch
+// buffers, and the op table forwarding to kernel_ops.h (shape checks and launches, mirroring the CPU
+// reference).
 
 #include "backend/gpu/gpu_backend.h"
 
 #include <algorithm>
-#include <array>
 #include <unordered_map>
 
 #include "backend/gpu/kernel_ops.h"
@@ -183,57 +183,26 @@ class GpuBackend final : public Backend {
     matmul_group(x, ws, ys);
   }
   void matmul_group(const Tensor& x, std::span<const Linear> ws, std::span<const Tensor> ys) override {
-    if (!in_input_order(ws)) {
-      // Act-order weights read the activations in their own column orders: one launch each.
-      for (size_t i = 0; i < ws.size(); ++i) {
-        const Linear one[] = {ws[i]};
-        const Tensor y[] = {ys[i]};
-        const auto args = matmul_args(ws[i].k_order.empty() ? x : in_column_order(x, ws[i].k_order), one, y);
-        gpu::launch_matmul_group(launch(), args.data(), 1, scratch_);
-      }
-      return;
-    }
-    const auto args = matmul_args(x, ws, ys);
-    for_each_kernel_group(args, int(ws.size()), [&](const gpu::MatmulArgs* group, int count) {
-      gpu::launch_matmul_group(launch(), group, count, scratch_);
-    });
+    gpu::matmul_group(launch(), scratch_, ordered_inputs_, x, ws, ys);
   }
   void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
                       Tensor out) override {
-    DCU_CHECK(f32(out) && up_w.rows() == gate_w.rows() && out.numel() == gate.numel() && up.numel() == gate.numel());
     if (!gate_w.k_order.empty() || !up_w.k_order.empty())  // two column orders: two matmuls, then swiglu
       return Backend::gate_up_swiglu(x, gate_w, up_w, gate, up, out);
-    const Linear ws[] = {gate_w, up_w};
-    const Tensor ys[] = {gate, up};
-    const auto args = matmul_args(x, ws, ys);
-    DCU_CHECK(same_kernel(args[0], args[1]));
-    gpu::launch_gate_up_swiglu(launch(), args[0], args[1], out.as<float>(), scratch_);
+    gpu::gate_up_swiglu(launch(), scratch_, x, gate_w, up_w, gate, up, out);
   }
   bool reads_fp8_weights() const override { return kind() == DeviceKind::Cuda; }
   bool fuses_norms(int64_t T) const override { return gpu::gemv_takes_all(gemv_max_tokens_, T); }
   void norm_matmul_group(const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
                          std::span<const Tensor> ys) override {
-    DCU_CHECK(norm_w.numel() == x.cols() && in_input_order(ws));
-    const auto args = matmul_args(x, ws, ys);
-    for_each_kernel_group(args, int(ws.size()), [&](const gpu::MatmulArgs* group, int count) {
-      gpu::launch_norm_matmul_group(launch(), group, count, false, {norm_w.data, norm_w.dtype, eps, false});
-    });
+    gpu::norm_matmul_group(launch(), x, norm_w, eps, ws, ys);
   }
   void norm_gate_up_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const Linear& gate_w, const Linear& up_w,
                            Tensor out) override {
-    DCU_CHECK(norm_w.numel() == x.cols() && up_w.rows() == gate_w.rows());
-    const Linear ws[] = {gate_w, up_w};
-    DCU_CHECK(in_input_order(ws));
-    const Tensor ys[] = {out, out};  // the fused GEMV writes the first output only
-    const auto args = matmul_args(x, ws, ys);
-    DCU_CHECK(same_kernel(args[0], args[1]));
-    gpu::launch_norm_matmul_group(launch(), args.data(), 2, true, {norm_w.data, norm_w.dtype, eps, false});
+    gpu::norm_gate_up_swiglu(launch(), x, norm_w, eps, gate_w, up_w, out);
   }
   void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y) override {
-    const Linear ws[] = {w};
-    DCU_CHECK(in_input_order(ws));
-    const Tensor ys[] = {y};
-    gpu::launch_matmul_accumulate(launch(), matmul_args(x, ws, ys)[0]);
+    gpu::matmul_accumulate(launch(), x, w, y);
   }
   void add(Tensor x, const Tensor& y) override { gpu::add(launch(), x, y); }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor out) override { gpu::swiglu(launch(), gate, up, out); }
@@ -285,51 +254,6 @@ class GpuBackend final : public Backend {
   }
 
  private:
-  static bool f32(const Tensor& t) { return t.dtype == DType::F32; }
-  // No act-order weight among ws: the fused decode ops read x as it is (the model runner does not
-  // fold norms for models with act-order weights).
-  static bool in_input_order(std::span<const Linear> ws) {
-    return std::none_of(ws.begin(), ws.end(), [](const Linear& w) { return !w.k_order.empty(); });
-  }
-  // x [T, K] gathered into `order` (an act-order weight's), in the backend's scratch for that.
-  Tensor in_column_order(const Tensor& x, const Tensor& order) {
-    DCU_CHECK(f32(x) && order.dtype == DType::I32 && order.numel() == x.cols());
-    Tensor out(ordered_inputs_.get(x.bytes()), DType::F32, {x.rows(), x.cols()});
-    gpu::launch_gather_columns(launch(), x.as<float>(), order.as<int32_t>(), out.as<float>(), x.rows(), x.cols());
-    return out;
-  }
-  // ys[i] = x . ws[i]^T as the kernels' arguments, shapes checked.
-  static std::array<gpu::MatmulArgs, kMaxMatmulGroup> matmul_args(const Tensor& x, std::span<const Linear> ws,
-                                                                 std::span<const Tensor> ys) {
-    DCU_CHECK(ws.size() == ys.size() && !ws.empty() && ws.size() <= kMaxMatmulGroup && f32(x));
-    static_assert(gpu::kMaxMatmulGroup == int(kMaxMatmulGroup));
-    const int64_t T = x.rows(), K = x.cols();
-    std::array<gpu::MatmulArgs, kMaxMatmulGroup> group{};
-    for (size_t i = 0; i < ws.size(); ++i) {
-      const Linear& w = ws[i];
-      const Tensor& y = ys[i];
-      DCU_CHECK(f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
-      group[i] = {x.as<float>(), w.weight.data, w.weight.dtype, y.as<float>(), T, K, w.rows(), w.format,
-                  w.scales.empty() ? nullptr : w.scales.as<float>(),
-                  w.zeros.empty() ? nullptr : w.zeros.as<uint8_t>(), w.group};
-    }
-    return group;
-  }
-  // Whether two matmuls can share a launch: one kernel reads both weights.
-  static bool same_kernel(const gpu::MatmulArgs& a, const gpu::MatmulArgs& b) {
-    return a.format == b.format && a.group == b.group && (a.format != WeightFormat::Dense || a.w_type == b.w_type);
-  }
-  // Calls run(group, count) on each run of consecutive matmuls that share a kernel (a GDN layer's
-  // quantized projections and its 16-bit in_proj_a/b are two launches).
-  template <typename Run>
-  static void for_each_kernel_group(const std::array<gpu::MatmulArgs, kMaxMatmulGroup>& args, int count, Run&& run) {
-    for (int begin = 0; begin < count;) {
-      int end = begin + 1;
-      while (end < count && same_kernel(args[size_t(begin)], args[size_t(end)])) ++end;
-      run(args.data() + begin, end - begin);
-      begin = end;
-    }
-  }
   Launch launch() {
     GPU_CHECK(gpuSetDevice(device_));
     return Launch{stream_,   lanes_,     blas_,           gemv_max_tokens_,   tensor_cores_, split_activations_,

@@ -3,6 +3,7 @@
 #include "backend/gpu/kernel_ops.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/error.h"
 
@@ -16,12 +17,116 @@ GdnBatch gdn_batch(const BatchLayout& b) {
           b.host->max_seq_rows()};
 }
 
+// No act-order weight among ws: the fused decode ops read x as it is (the model runner does not fold
+// norms for models with act-order weights).
+bool in_input_order(std::span<const Linear> ws) {
+  return std::none_of(ws.begin(), ws.end(), [](const Linear& w) { return !w.k_order.empty(); });
+}
+
+// x [T, K] gathered into `order` (an act-order weight's), in `ordered`.
+Tensor in_column_order(const Launch& l, Scratch& ordered, const Tensor& x, const Tensor& order) {
+  DCU_CHECK(f32(x) && order.dtype == DType::I32 && order.numel() == x.cols());
+  Tensor out(ordered.get(x.bytes()), DType::F32, {x.rows(), x.cols()});
+  launch_gather_columns(l, x.as<float>(), order.as<int32_t>(), out.as<float>(), x.rows(), x.cols());
+  return out;
+}
+
+// ys[i] = x . ws[i]^T as the kernels' arguments, shapes checked.
+std::array<MatmulArgs, kMaxMatmulGroup> matmul_args(const Tensor& x, std::span<const Linear> ws,
+                                                    std::span<const Tensor> ys) {
+  DCU_CHECK(ws.size() == ys.size() && !ws.empty() && ws.size() <= kMaxMatmulGroup && f32(x));
+  static_assert(kMaxMatmulGroup == int(dcu::kMaxMatmulGroup));
+  const int64_t T = x.rows(), K = x.cols();
+  std::array<MatmulArgs, kMaxMatmulGroup> group{};
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const Linear& w = ws[i];
+    const Tensor& y = ys[i];
+    DCU_CHECK(f32(y) && w.cols() == K && y.rows() == T && y.cols() == w.rows());
+    group[i] = {x.as<float>(), w.weight.data, w.weight.dtype, y.as<float>(), T, K, w.rows(), w.format,
+                w.scales.empty() ? nullptr : w.scales.as<float>(), w.zeros.empty() ? nullptr : w.zeros.as<uint8_t>(),
+                w.group};
+  }
+  return group;
+}
+
+// Whether two matmuls can share a launch: one kernel reads both weights.
+bool same_kernel(const MatmulArgs& a, const MatmulArgs& b) {
+  return a.format == b.format && a.group == b.group && (a.format != WeightFormat::Dense || a.w_type == b.w_type);
+}
+
+// Calls run(group, count) on each run of consecutive matmuls that share a kernel (a GDN layer's
+// quantized projections and its 16-bit in_proj_a/b are two launches).
+template <typename Run>
+void for_each_kernel_group(const std::array<MatmulArgs, kMaxMatmulGroup>& args, int count, Run&& run) {
+  for (int begin = 0; begin < count;) {
+    int end = begin + 1;
+    while (end < count && same_kernel(args[size_t(begin)], args[size_t(end)])) ++end;
+    run(args.data() + begin, end - begin);
+    begin = end;
+  }
+}
+
 }  // namespace
 
 void embed(const Launch& l, const Tensor& table, const Tensor& ids, Tensor out) {
   const int64_t T = ids.numel(), H = table.cols();
   DCU_CHECK(ids.dtype == DType::I32 && out.dtype == DType::F32 && out.rows() == T && out.cols() == H);
   launch_embed(l, table.data, table.dtype, ids.as<int32_t>(), out.as<float>(), T, H);
+}
+
+void matmul_group(const Launch& l, Scratch& scratch, Scratch& ordered, const Tensor& x, std::span<const Linear> ws,
+                  std::span<const Tensor> ys) {
+  if (!in_input_order(ws)) {
+    // Act-order weights read the activations in their own column orders: one launch each.
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const Linear one[] = {ws[i]};
+      const Tensor y[] = {ys[i]};
+      const auto args = matmul_args(ws[i].k_order.empty() ? x : in_column_order(l, ordered, x, ws[i].k_order), one, y);
+      launch_matmul_group(l, args.data(), 1, scratch);
+    }
+    return;
+  }
+  const auto args = matmul_args(x, ws, ys);
+  for_each_kernel_group(args, int(ws.size()),
+                        [&](const MatmulArgs* group, int count) { launch_matmul_group(l, group, count, scratch); });
+}
+
+void gate_up_swiglu(const Launch& l, Scratch& scratch, const Tensor& x, const Linear& gate_w, const Linear& up_w,
+                    Tensor gate, Tensor up, Tensor out) {
+  DCU_CHECK(f32(out) && up_w.rows() == gate_w.rows() && out.numel() == gate.numel() && up.numel() == gate.numel());
+  const Linear ws[] = {gate_w, up_w};
+  DCU_CHECK(in_input_order(ws));
+  const Tensor ys[] = {gate, up};
+  const auto args = matmul_args(x, ws, ys);
+  DCU_CHECK(same_kernel(args[0], args[1]));
+  launch_gate_up_swiglu(l, args[0], args[1], out.as<float>(), scratch);
+}
+
+void norm_matmul_group(const Launch& l, const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
+                       std::span<const Tensor> ys) {
+  DCU_CHECK(norm_w.numel() == x.cols() && in_input_order(ws));
+  const auto args = matmul_args(x, ws, ys);
+  for_each_kernel_group(args, int(ws.size()), [&](const MatmulArgs* group, int count) {
+    launch_norm_matmul_group(l, group, count, false, {norm_w.data, norm_w.dtype, eps, false});
+  });
+}
+
+void norm_gate_up_swiglu(const Launch& l, const Tensor& x, const Tensor& norm_w, float eps, const Linear& gate_w,
+                         const Linear& up_w, Tensor out) {
+  DCU_CHECK(norm_w.numel() == x.cols() && up_w.rows() == gate_w.rows());
+  const Linear ws[] = {gate_w, up_w};
+  DCU_CHECK(in_input_order(ws));
+  const Tensor ys[] = {out, out};  // the fused GEMV writes the first output only
+  const auto args = matmul_args(x, ws, ys);
+  DCU_CHECK(same_kernel(args[0], args[1]));
+  launch_norm_matmul_group(l, args.data(), 2, true, {norm_w.data, norm_w.dtype, eps, false});
+}
+
+void matmul_accumulate(const Launch& l, const Tensor& x, const Linear& w, Tensor y) {
+  const Linear ws[] = {w};
+  DCU_CHECK(in_input_order(ws));
+  const Tensor ys[] = {y};
+  launch_matmul_accumulate(l, matmul_args(x, ws, ys)[0]);
 }
 
 void rms_norm(const Launch& l, const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) {

@@ -1,7 +1,9 @@
 #pragma once
-// The Backend ops that are one kernel launcher (or one pair) each, over tensors: shape checks as the CPU reference's,
-// then the launch. GpuBackend forwards to them; so does the emulation test's backend
+// The Backend ops that are kernel launches with no state of the backend's, over tensors: shape checks as
+// the CPU reference's, then the launch. GpuBackend forwards to them; so does the emulation test's backend
 // (tests/backend/kernel_emulation_test.cpp), which runs the same kernels on the CPU.
+
+#include <span>
 
 #include "backend/backend.h"
 #include "backend/gpu/kernels.h"
@@ -9,6 +11,17 @@
 namespace dcu::gpu {
 
 void embed(const Launch& l, const Tensor& table, const Tensor& ids, Tensor out);
+// ys[i] = x . ws[i]^T; act-order weights read x gathered into their column orders, in `ordered`.
+void matmul_group(const Launch& l, Scratch& scratch, Scratch& ordered, const Tensor& x, std::span<const Linear> ws,
+                  std::span<const Tensor> ys);
+// The fused forms take weights in input order only (no act-order k_order).
+void gate_up_swiglu(const Launch& l, Scratch& scratch, const Tensor& x, const Linear& gate_w, const Linear& up_w,
+                    Tensor gate, Tensor up, Tensor out);
+void norm_matmul_group(const Launch& l, const Tensor& x, const Tensor& norm_w, float eps, std::span<const Linear> ws,
+                       std::span<const Tensor> ys);
+void norm_gate_up_swiglu(const Launch& l, const Tensor& x, const Tensor& norm_w, float eps, const Linear& gate_w,
+                         const Linear& up_w, Tensor out);
+void matmul_accumulate(const Launch& l, const Tensor& x, const Linear& w, Tensor y);
 void rms_norm(const Launch& l, const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out);
 void add_rms_norm(const Launch& l, Tensor x, const Tensor& y, const Tensor& w, float eps, bool unit_offset, Tensor out);
 void gated_rms_norm(const Launch& l, const Tensor& x, const Tensor& z, const Tensor& w, float eps, Tensor out);
