@@ -44,6 +44,8 @@ class EmulatedKernels final : public CpuBackend {
   }
   void gate_up_swiglu(const Tensor& x, const Linear& gate_w, const Linear& up_w, Tensor gate, Tensor up,
                       Tensor out) override {
+    if (!gate_w.k_order.empty() || !up_w.k_order.empty())  // as GpuBackend: two matmuls, then swiglu
+      return Backend::gate_up_swiglu(x, gate_w, up_w, gate, up, out);
     gpu::gate_up_swiglu(launch_, scratch_, x, gate_w, up_w, gate, up, out);
   }
   bool reads_fp8_weights() const override { return false; }  // as a HIP build

@@ -1,4 +1,4 @@
-// The single-launch Backend ops (kernel_ops.h).
+// The Backend ops that need no state of the backend's (kernel_ops.h).
 
 #include "backend/gpu/kernel_ops.h"
 
