@@ -58,7 +58,9 @@ class EmulatedKernels final : public CpuBackend {
                            Tensor out) override {
     gpu::norm_gate_up_swiglu(launch_, x, norm_w, eps, gate_w, up_w, out);
   }
-  void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y) override { gpu::matmul_accumulate(launch_, x, w, y); }
+  void matmul_accumulate(const Tensor& x, const Linear& w, Tensor y) override {
+    gpu::matmul_accumulate(launch_, x, w, y);
+  }
   void rms_norm(const Tensor& x, const Tensor& w, float eps, bool unit_offset, Tensor out) override {
     gpu::rms_norm(launch_, x, w, eps, unit_offset, out);
   }
@@ -107,7 +109,9 @@ class EmulatedKernels final : public CpuBackend {
                      Tensor top_ids, Tensor stats) override {
     gpu::logit_summary(launch_, scratch_, logits, rows, inv_temperature, top_values, top_ids, stats);
   }
-  void copy_columns(const Tensor& x, Tensor out, int64_t column) override { gpu::copy_columns(launch_, x, out, column); }
+  void copy_columns(const Tensor& x, Tensor out, int64_t column) override {
+    gpu::copy_columns(launch_, x, out, column);
+  }
 
  private:
   class HostScratch final : public gpu::Scratch {
