@@ -7,7 +7,7 @@
 // CUDA-only tensor-core kernels (their launchers answer "does not apply" here).
 // The ops go through the GPU backend's own argument marshalling (kernel_ops.h). The checks are
 // gpu_ops_test's (op_checks.h), with contexts up to 40k rather than 256k and prompts of hundreds of
-// tokens rather than thousands.
+// tokens rather than thousands, and gpu_quantized_ops_test's (quantized_op_checks.h).
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "backend/gpu/kernel_ops.h"
 #include "core/error.h"
 #include "op_checks.h"
+#include "quantized_op_checks.h"
 
 namespace dcu::gpu {
 [[noreturn]] void fail_call(const char* expr, const char* file, int line, const char* what) {
@@ -29,8 +30,10 @@ namespace {
 // kernel files sent through them.
 class EmulatedKernels final : public CpuBackend {
  public:
-  EmulatedKernels() {
+  // int8_activations: matmuls of int8 and int4 weights round their activations to int8 (Launch).
+  explicit EmulatedKernels(bool int8_activations = false) {
     launch_.multiprocessors = 60;  // a Z100's CUs: decode attention splits as there
+    launch_.int8_activations = int8_activations;
     launch_.expanded = &expanded_, launch_.activations = &activations_;
   }
   void embed(const Tensor& table, const Tensor& ids, Tensor out) override { gpu::embed(launch_, table, ids, out); }
@@ -134,6 +137,31 @@ class KernelEmulation : public ::testing::Test {
   std::mt19937 rng{1234};
 };
 
+// The emulation's shuffles under divergence, on one warp: lanes below `active` exchange with their pair
+// three times in a loop the others skip (those wait, inactive, at the reduction after it, as on
+// hardware), then the whole warp sums. `unpaired_lane` then shuffles alone: its partner exits first.
+void diverged_shuffles(const float* in, int active, int unpaired_lane, float* sums, float* unpaired) {
+  const int lane = int(threadIdx.x);
+  float v = in[lane];
+  for (int i = 0; lane < active && i < 3; ++i) v += __shfl_xor_sync(0xffffffffu, v, 1, WARP_SIZE);
+  sums[lane] = gpu::physical_reduce<WARP_SIZE>(v, gpu::SumOp{});
+  if (lane == (unpaired_lane ^ 1)) return;
+  if (lane == unpaired_lane) *unpaired = __shfl_xor_sync(0xffffffffu, v, 1, WARP_SIZE);
+}
+
+TEST(KernelEmulationItself, ShufflesOfDivergedLanes) {
+  std::vector<float> in(WARP_SIZE), sums(WARP_SIZE);
+  float want = 0.0f, unpaired = 0.0f;
+  const int active = WARP_SIZE / 2;
+  for (int lane = 0; lane < WARP_SIZE; ++lane) {
+    in[size_t(lane)] = float(lane + 1);
+    want += lane < active ? 8.0f * in[size_t(lane)] : in[size_t(lane)];  // a pair (a, b) ends as 4 (a + b) in both lanes
+  }
+  gpu::emulation::launch(1, WARP_SIZE, 0, diverged_shuffles, in.data(), active, 4, sums.data(), &unpaired);
+  for (int lane = 0; lane < WARP_SIZE; ++lane) EXPECT_EQ(sums[size_t(lane)], want) << "lane " << lane;
+  EXPECT_TRUE(std::isnan(unpaired)) << "a partner that has exited gives no value";
+}
+
 TEST_F(KernelEmulation, Embed) { check_embed(gpu, rng); }
 TEST_F(KernelEmulation, Matmul) { check_matmuls(gpu, rng); }
 TEST_F(KernelEmulation, MatmulGroup) { check_matmul_group(gpu, "emulated", rng); }
@@ -187,6 +215,26 @@ TEST_F(KernelEmulation, GdnVerifyRowsKeepTheirStates) {
   for (const GdnDims& dims : {GdnDims{16, 48, 128, 128, 4}, GdnDims{2, 6, 32, 32, 4}, GdnDims{1, 2, 128, 36, 4}})
     check_gdn_verify_rows(gpu, dims, rng);
 }
+
+// Quantized weights (int8 and int4; FP8 cases skip, as on HIP GPUs, which load FP8 as int8): the GEMV with its fusions
+// and the expanded path, with f32 activations and with int8 ones (the int8-activation GEMV).
+class QuantizedKernelEmulation : public ::testing::TestWithParam<bool> {
+ protected:
+  EmulatedKernels gpu{GetParam()};
+  QuantizedTarget target{gpu, GetParam(), GetParam() ? "int8 activations" : "f32 activations"};
+  std::mt19937 rng{99};
+};
+
+TEST_P(QuantizedKernelEmulation, Matmul) { check_quantized_matmuls(target, rng); }
+TEST_P(QuantizedKernelEmulation, MatmulGroupOfMixedFormats) {
+  check_quantized_matmul_group_of_mixed_formats(target, rng);
+}
+TEST_P(QuantizedKernelEmulation, GateUpSwiglu) { check_quantized_gate_up_swiglu(target, rng); }
+TEST_P(QuantizedKernelEmulation, NormsFoldedIntoMatmuls) { check_quantized_norms_folded_into_matmuls(target, rng); }
+TEST_P(QuantizedKernelEmulation, ActOrder) { check_quantized_act_order(target, rng); }
+
+INSTANTIATE_TEST_SUITE_P(Activations, QuantizedKernelEmulation, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "int8" : "f32"; });
 
 }  // namespace
 }  // namespace dcu::testing

@@ -123,21 +123,19 @@ void arrive(Context&) {}
 #endif
 
 // ---- blocks ------------------------------------------------------------------------------------------
-enum class Wait { None, Block, Warp, Done };
+enum class Wait { None, Block, Warp, Shuffle, Done };
 struct Fiber {
   Context context;
   uint3 index;
   Wait wait = Wait::None;
-  int shuffles = 0;  // shuffles so far: which exchange buffer the next one uses
+  float shuffled = 0.0f;  // a shuffle's value: the one sent, then (once the scheduler completes it) the one read
+  int shuffle_offset = 0;
 };
 struct Block {
   std::vector<Fiber> fibers;
   int running = 0;
   Context scheduler;
   const std::function<void()>* kernel = nullptr;
-  // Shuffle slots, one per thread; two buffers, so a fiber's next shuffle cannot overwrite a value a
-  // slower lane of its warp has yet to read (that lane reads before it reaches the next barrier).
-  std::vector<float> exchange[2];
   std::vector<float4> dynamic_shared;
   std::mt19937 order;
 };
@@ -165,8 +163,36 @@ void suspend(Wait wait) {
   fail("a finished fiber was resumed");
 }
 
-// Frees the threads of every barrier that all its live threads have reached; false when none was.
-bool release_barriers(Block& b) {
+// Completes shuffles of the warp [begin, end): a lane at one reads its partner's value once the partner
+// waits at a shuffle of the same offset, the same instruction (lanes elsewhere have diverged and are
+// inactive for it, as on hardware; lanes that ran ahead to a later shuffle wait there for their
+// partners). `unpaired`: every lane at a shuffle reads, NaN where its partner is at none or another
+// (undefined on hardware). False when none completes.
+bool complete_shuffles(Block& b, int begin, int end, bool unpaired) {
+  std::vector<float> read(size_t(end - begin));
+  std::vector<char> completes(size_t(end - begin));
+  for (int i = begin; i < end; ++i) {
+    const Fiber& f = b.fibers[size_t(i)];
+    if (f.wait != Wait::Shuffle) continue;
+    const int p = begin + ((i - begin) ^ f.shuffle_offset);
+    const bool paired = p < end && b.fibers[size_t(p)].wait == Wait::Shuffle &&
+                        b.fibers[size_t(p)].shuffle_offset == f.shuffle_offset;
+    completes[size_t(i - begin)] = paired || unpaired;
+    read[size_t(i - begin)] = paired ? b.fibers[size_t(p)].shuffled : NAN;
+  }
+  bool any = false;
+  for (int i = begin; i < end; ++i) {
+    if (!completes[size_t(i - begin)]) continue;
+    Fiber& f = b.fibers[size_t(i)];
+    f.shuffled = read[size_t(i - begin)], f.wait = Wait::None;
+    any = true;
+  }
+  return any;
+}
+
+// Frees the threads of every barrier that all its live threads have reached, and completes the warps'
+// paired shuffles (`unpaired`: their unpaired ones too); false when nothing was freed.
+bool release_barriers(Block& b, bool unpaired) {
   const int n = int(b.fibers.size());
   bool released = false;
   auto release = [&](int begin, int end, Wait kind) {
@@ -179,8 +205,11 @@ bool release_barriers(Block& b) {
     released = true;
   };
   release(0, n, Wait::Block);
-  for (int w = 0; w < n; w += DCUSERVE_EMULATED_WARP_SIZE)
-    release(w, std::min(n, w + DCUSERVE_EMULATED_WARP_SIZE), Wait::Warp);
+  for (int w = 0; w < n; w += DCUSERVE_EMULATED_WARP_SIZE) {
+    const int end = std::min(n, w + DCUSERVE_EMULATED_WARP_SIZE);
+    release(w, end, Wait::Warp);
+    released = complete_shuffles(b, w, end, unpaired) || released;
+  }
   return released;
 }
 
@@ -198,7 +227,8 @@ void run_block(Block& b) {
     }
     for (const Fiber& f : b.fibers) done = done && f.wait == Wait::Done;
     if (done) return;
-    if (!release_barriers(b) && !ran)
+    // Shuffles whose partners never come complete only when nothing else can move.
+    if (!release_barriers(b, false) && !ran && !release_barriers(b, true))
       fail("deadlock: threads wait at a barrier that others of their block or warp never reach");
   }
 }
@@ -216,7 +246,6 @@ void run_grid(dim3 grid, dim3 block, size_t smem, const std::function<void()>& k
         Block b;
         b.order.seed(x + 65536u * (y + 4096u * z));
         b.fibers.resize(threads);
-        b.exchange[0].assign(threads, 0.0f), b.exchange[1].assign(threads, 0.0f);
         b.dynamic_shared.assign(smem / sizeof(float4) + 1, float4{NAN, NAN, NAN, NAN});
         b.kernel = &kernel;
         current = &b, block_index = {x, y, z}, block_dim = block, grid_dim = grid;
@@ -238,12 +267,9 @@ void sync_warp() { suspend(Wait::Warp); }
 float shuffle_xor(float v, int offset, int width) {
   if (offset <= 0 || offset >= width || width > DCUSERVE_EMULATED_WARP_SIZE) fail("shuffle offset outside its segment");
   Fiber& f = self();
-  const uint3 t = f.index;
-  const int rank = int(t.x + block_dim.x * (t.y + block_dim.y * t.z)), lane = rank % DCUSERVE_EMULATED_WARP_SIZE;
-  std::vector<float>& slots = current->exchange[f.shuffles++ % 2];
-  slots[size_t(rank)] = v;
-  suspend(Wait::Warp);
-  return slots[size_t(rank - lane + (lane ^ offset))];
+  f.shuffled = v, f.shuffle_offset = offset;
+  suspend(Wait::Shuffle);
+  return f.shuffled;
 }
 
 }  // namespace dcu::gpu::emulation

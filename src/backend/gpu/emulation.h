@@ -6,11 +6,14 @@
 // not emulated.
 //
 // A block's threads are fibers run one at a time on the calling thread (emulation.cpp); a fiber runs
-// until __syncthreads, __syncwarp or a shuffle, where it waits for every live thread of its block (or
-// warp). Between barriers the fibers run in a shuffled order, so a read of shared memory that a barrier
-// should have ordered after another thread's write sees stale data and fails the comparison; a barrier
-// that not all of them reach is reported as a deadlock. Blocks run one after another, so `__shared__` is
-// `static`: each block finds the previous one's shared memory, not zeros.
+// until __syncthreads or __syncwarp, where it waits for every live thread of its block (or warp), or
+// until a shuffle, which the warp's threads at one complete together once all others wait elsewhere
+// (they have diverged and are inactive for it; a lane whose partner is one of them reads NaN, where
+// hardware leaves the value undefined). Between barriers the fibers run in a shuffled order, so a read
+// of shared memory that a barrier should have ordered after another thread's write sees stale data and
+// fails the comparison; a barrier that not all of them reach is reported as a deadlock. Blocks run one
+// after another, so `__shared__` is `static`: each block finds the previous one's shared memory, not
+// zeros.
 
 #include <algorithm>
 #include <cmath>
@@ -98,7 +101,7 @@ uint3 thread_index();
 void* dynamic_shared();
 void sync_block();
 void sync_warp();
-// v of lane (lane ^ offset) within segments of `width` lanes; every live thread of the warp calls it.
+// v of lane (lane ^ offset) within segments of `width` lanes, among the warp's active threads.
 float shuffle_xor(float v, int offset, int width);
 
 }  // namespace dcu::gpu::emulation
