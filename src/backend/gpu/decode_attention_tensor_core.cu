@@ -18,9 +18,15 @@
 // row g + 8.
 //
 // Q and P enter as hi + lo 16-bit parts (two multiplies each), so scores and outputs keep about 16
-// bits; K and V are exact (a 16-bit cache, or int8 codes, exact in bf16, with the rows' scales applied
-// to the scores and to P). The softmax runs in base 2 (Q is scaled by log2 e). The warps' partial
-// results merge in shared memory in a fixed order; with splits they go to decode_attention.cu's merge.
+// bits; K and V are exact (a 16-bit cache, or int8 codes, with the rows' scales applied to the scores
+// and to P). The softmax runs in base 2 (Q is scaled by log2 e). The warps' partial results merge in
+// shared memory in a fixed order; with splits they go to decode_attention.cu's merge.
+//
+// An int8 cache multiplies in f16: its codes become f16 pairs in a few integer instructions
+// (int8_f16_pairs; bf16 needed three times as many, and the kernel was bound by them, not by memory),
+// and its scales are staged with the tile. P is scaled by each position's V scale over the tile's
+// largest, so it stays in [0, 1], clear of f16's subnormals; the accumulators hold O in units of the
+// last tile's largest scale and change units with the softmax's correction factor.
 
 #include <cmath>
 
@@ -35,12 +41,12 @@ constexpr int kWarps = 4;
 constexpr int kTile = 16;       // positions a warp takes at once
 constexpr int kMaxQueryTiles = 2;  // n8 tiles of (row, head) pairs a block serves: 8 or 16 query rows
 
-template <typename E> using MmaOf = std::conditional_t<std::is_same_v<E, F16>, F16, Bf16>;
+template <typename E> using MmaOf = std::conditional_t<std::is_same_v<E, Bf16>, Bf16, F16>;
 
 // Elements [0, 8) of a cache row as four pairs of the multiply type (int8: the codes, exactly).
 template <typename E>
 __device__ __forceinline__ uint4 load8(const E* p) {
-  if constexpr (std::is_same_v<E, Int8Code>) return int8_pairs(*reinterpret_cast<const uint2*>(p));
+  if constexpr (std::is_same_v<E, Int8Code>) return int8_f16_pairs(*reinterpret_cast<const uint2*>(p));
   else return *reinterpret_cast<const uint4*>(p);
 }
 
@@ -49,7 +55,8 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
 }
 
 // Shared memory of a block: the query rows (hi, lo), each warp's (max, sum) per query row, and each
-// warp's two tile stages (K rows, then V rows; the warp's partial output once its walk is done).
+// warp's two tile stages (K rows, V rows, an int8 cache's K and V scales [2][kTile]; the warp's partial
+// output once its walk is done).
 template <typename E, int D, int NQ>
 struct DecodeShared {
   static constexpr int kQueryRows = 8 * NQ;
@@ -59,7 +66,8 @@ struct DecodeShared {
   // 128: two rows per quarter warp apart); V rows 2t, 2t + 1, 8 + 2t, 9 + 2t (16 bytes past: the four
   // t of a quarter warp's rows 0, 2, 4, 6 apart).
   static constexpr int kKPitch = kRowBytes + 64, kVPitch = kRowBytes + 16;
-  static constexpr int kStageBytes = kTile * (kKPitch + kVPitch);
+  static constexpr int kScaleBytes = std::is_same_v<E, Int8Code> ? 2 * kTile * int(sizeof(float)) : 0;
+  static constexpr int kStageBytes = kTile * (kKPitch + kVPitch) + kScaleBytes;
   static constexpr size_t kBytes = 2 * sizeof(uint16_t) * kQueryRows * kQueryPitch +
                                    sizeof(float) * kWarps * kQueryRows * 2 + size_t(kWarps) * 2 * kStageBytes;
   static_assert(2 * kStageBytes >= int(sizeof(float)) * kQueryRows * D, "a warp's output fits its stages");
@@ -132,11 +140,16 @@ __global__ void __launch_bounds__(kWarps * 32)
       copy_async<16>(shared_address(ks + u * L::kKPitch + c), kc + at);
       copy_async<16>(shared_address(vs + u * L::kVPitch + c), vc + at);
     }
+    if constexpr (kInt8) {  // lane u < 16: K's scale of position u; lane 16 + u: V's
+      const float* scales = lane < kTile ? a.k_scale : a.v_scale;
+      copy_async<4>(shared_address(vs + kTile * L::kVPitch + 4 * lane), scales + slot(p0, lane % kTile) * a.nkv + kvh);
+    }
     copy_async_commit();
   };
   // Query row 8 i + g's running max (base 2) and this lane's part of its sum; O^T m-tiles (b, j) of
   // query tile i, see the top.
   float m[NQ], l[NQ], acc[NQ][D / 64][4][4] = {};
+  float acc_unit = 1.0f;  // int8: acc holds O / acc_unit
 #pragma unroll
   for (int i = 0; i < NQ; ++i) m[i] = -INFINITY, l[i] = 0.0f;
   constexpr int kStride = kTile * kWarps;
@@ -167,13 +180,20 @@ __global__ void __launch_bounds__(kWarps * 32)
         mma<M>(sl[n], ql[0].z, ql[1].z, ql[0].w, ql[1].w, k.z, k.w);
       }
     }
-    float v_scale[4] = {}, k_scale[4] = {};
-    if constexpr (kInt8)
+    float v_scale[4] = {}, k_scale[4] = {}, unit_change = 1.0f;
+    if constexpr (kInt8) {
+      const float* scales = reinterpret_cast<const float*>(vs + kTile * L::kVPitch);  // [2][kTile]
+      float largest = 0.0f;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int64_t at = slot(p0, tile_u[u]) * a.nkv + kvh;
-        k_scale[u] = a.k_scale[at], v_scale[u] = a.v_scale[at];
-      }
+      for (int u = 0; u < 4; ++u)
+        k_scale[u] = scales[tile_u[u]], v_scale[u] = scales[kTile + tile_u[u]], largest = fmaxf(largest, v_scale[u]);
+      largest = fmaxf(largest, __shfl_xor_sync(~0u, largest, 1));  // the 4 lanes of a row hold the 16 positions
+      largest = fmaxf(fmaxf(largest, __shfl_xor_sync(~0u, largest, 2)), 1e-20f);  // (all-zero rows have scale 0)
+      const float inverse = 1.0f / largest;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) v_scale[u] *= inverse;
+      unit_change = acc_unit * inverse, acc_unit = largest;
+    }
     uint32_t ph[NQ][2], pl[NQ][2];
     float corr0[NQ], corr1[NQ];
 #pragma unroll
@@ -199,7 +219,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       split_pair<M>(p[0], p[1], ph[i][0], pl[i][0]);
       split_pair<M>(p[2], p[3], ph[i][1], pl[i][1]);
       // The accumulators' columns are query rows 8 i + 2t, + 1, whose factors lanes 8t and 8t + 4 hold.
-      corr0[i] = __shfl_sync(~0u, corr, 8 * t), corr1[i] = __shfl_sync(~0u, corr, 8 * t + 4);
+      corr0[i] = __shfl_sync(~0u, corr, 8 * t) * unit_change, corr1[i] = __shfl_sync(~0u, corr, 8 * t + 4) * unit_change;
     }
 #pragma unroll
     for (int b = 0; b < D / 64; ++b) {
@@ -239,7 +259,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int r = 0; r < 4; ++r)
-          warp_o(warp)[8 * i + 2 * t + r % 2][64 * b + 8 * g + 4 * (r / 2) + j] = acc[i][b][j][r];
+          warp_o(warp)[8 * i + 2 * t + r % 2][64 * b + 8 * g + 4 * (r / 2) + j] = acc[i][b][j][r] * acc_unit;
   }
   __syncthreads();
   // The warps merge in a fixed order (graph replays and eager steps agree bit for bit).
