@@ -49,7 +49,8 @@ TEST(KernelEmulationItself, ShufflesOfDivergedLanes) {
   const int active = WARP_SIZE / 2;
   for (int lane = 0; lane < WARP_SIZE; ++lane) {
     in[size_t(lane)] = float(lane + 1);
-    want += lane < active ? 8.0f * in[size_t(lane)] : in[size_t(lane)];  // a pair (a, b) ends as 4 (a + b) in both lanes
+    // a pair (a, b) ends as 4 (a + b) in both lanes
+    want += lane < active ? 8.0f * in[size_t(lane)] : in[size_t(lane)];
   }
   gpu::emulation::launch(1, WARP_SIZE, 0, diverged_shuffles, in.data(), active, 4, sums.data(), &unpaired);
   for (int lane = 0; lane < WARP_SIZE; ++lane) EXPECT_EQ(sums[size_t(lane)], want) << "lane " << lane;

@@ -26,7 +26,8 @@ class EmulatedQuantizedModel : public ::testing::TestWithParam<Param> {
   WeightFormat format() const { return std::get<0>(GetParam()); }
   bool int8_activations() const { return std::get<1>(GetParam()); }
   std::unique_ptr<LoadedModel> load(std::unique_ptr<Backend> backend) const {
-    return std::make_unique<LoadedModel>(kDemo, 1024, 512, 8, std::move(backend), WeightOptions{std::nullopt, format()});
+    return std::make_unique<LoadedModel>(kDemo, 1024, 512, 8, std::move(backend),
+                                         WeightOptions{std::nullopt, format()});
   }
   // The logits of the last kDecodeSteps tokens of `ids` [n], fed one per step after the rest as one prompt:
   // [kDecodeSteps, V].
@@ -66,7 +67,8 @@ TEST_P(EmulatedQuantizedModel, MeetsTheAccuracyGate) {
   const double prefill = reference_chat_kld(*emulated, kDemo).mean;
   EXPECT_LE(prefill, mean_kld_bound(format())) << "prefill";
   const ReferenceCase c = reference_cases(kDemo)[0];
-  const std::vector<float> reference = Reference(std::string(kDemo) + "/reference.safetensors").floats(c.key + ".logits");
+  const Reference reference_file(std::string(kDemo) + "/reference.safetensors");
+  const std::vector<float> reference = reference_file.floats(c.key + ".logits");
   const std::vector<float> got = decode_logits(*emulated, c.ids);
   const int64_t V = emulated->config.vocab_size, first = int64_t(c.ids.size()) - kDecodeSteps;
   std::vector<double> klds;
@@ -79,7 +81,8 @@ TEST_P(EmulatedQuantizedModel, MeetsTheAccuracyGate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, EmulatedQuantizedModel,
-                         ::testing::Combine(::testing::Values(WeightFormat::Int8, WeightFormat::Int4), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(WeightFormat::Int8, WeightFormat::Int4),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            return std::string(weight_format_name(std::get<0>(info.param))) +
                                   (std::get<1>(info.param) ? "_int8_activations" : "_f32_activations");

@@ -50,7 +50,8 @@ KldSummary reference_chat_kld(LoadedModel& model, const std::string& model_dir) 
   for (const ReferenceCase& c : reference_cases(model_dir)) {
     const std::vector<float> expected = ref.floats(c.key + ".logits");
     const std::vector<float> got = prompt_logits(model, c.ids);
-    if (got.size() != expected.size()) fail("{}: {} logits where the reference has {}", c.key, got.size(), expected.size());
+    if (got.size() != expected.size())
+      fail("{}: {} logits where the reference has {}", c.key, got.size(), expected.size());
     for (size_t p = 0; p < c.ids.size(); ++p) klds.push_back(kl_divergence(&expected[p * V], &got[p * V], V));
   }
   return summarize(klds);

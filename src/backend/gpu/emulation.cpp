@@ -128,7 +128,7 @@ struct Fiber {
   Context context;
   uint3 index;
   Wait wait = Wait::None;
-  float shuffled = 0.0f;  // a shuffle's value: the one sent, then (once the scheduler completes it) the one read
+  float shuffled = 0.0f;  // a shuffle's value: the one sent, then (once completed) the one read
   int shuffle_offset = 0;
 };
 struct Block {
