@@ -111,8 +111,9 @@ TEST_F(KernelEmulation, GdnVerifyRowsKeepTheirStates) {
     check_gdn_verify_rows(gpu, dims, rng);
 }
 
-// Quantized weights (int8 and int4; FP8 cases skip, as on HIP GPUs, which load FP8 as int8): the GEMV with its fusions
-// and the expanded path, with f32 activations and with int8 ones (the int8-activation GEMV).
+// Quantized weights (int8 and int4; FP8 cases skip, as on HIP GPUs, which load FP8 as int8): the GEMV
+// with its fusions and the expanded path, with f32 activations and with int8 ones (the int8-activation
+// GEMV).
 class QuantizedKernelEmulation : public ::testing::TestWithParam<bool> {
  protected:
   EmulatedKernels gpu{GetParam()};

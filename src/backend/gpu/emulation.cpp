@@ -1,8 +1,8 @@
 // The fibers and barriers of the GPU emulation (emulation.h).
 //
 // A block runs under a scheduler loop on the launching thread: it resumes every ready fiber once, in a
-// shuffled order, until each has reached a barrier or finished, then releases the barriers that all
-// their live threads have reached. A fiber switches only at barriers and shuffles, so everything in
+// shuffled order, until each has reached a barrier, a shuffle or its end, then releases the barriers that
+// all their live threads have reached and completes the shuffles whose partners have arrived. A fiber switches only at barriers and shuffles, so everything in
 // between is plain sequential code. On x86-64 a switch saves the callee-saved registers and the
 // floating-point control words on the fiber's own stack and swaps stack pointers, telling
 // AddressSanitizer about the new stack when it is on; elsewhere ucontext's swapcontext does it, with a
@@ -128,8 +128,10 @@ struct Fiber {
   Context context;
   uint3 index;
   Wait wait = Wait::None;
-  float shuffled = 0.0f;  // a shuffle's value: the one sent, then (once completed) the one read
+  // The shuffle it waits at: the value it sends, the lane offset, and (once completed) the value it reads.
+  float sent = 0.0f, received = 0.0f;
   int shuffle_offset = 0;
+  bool completing = false;  // complete_shuffles' mark between its two passes
 };
 struct Block {
   std::vector<Fiber> fibers;
@@ -169,23 +171,20 @@ void suspend(Wait wait) {
 // partners). `unpaired`: every lane at a shuffle reads, NaN where its partner is at none or another
 // (undefined on hardware). False when none completes.
 bool complete_shuffles(Block& b, int begin, int end, bool unpaired) {
-  std::vector<float> read(size_t(end - begin));
-  std::vector<char> completes(size_t(end - begin));
-  for (int i = begin; i < end; ++i) {
-    const Fiber& f = b.fibers[size_t(i)];
+  bool any = false;
+  for (int i = begin; i < end; ++i) {  // every read before any lane is released
+    Fiber& f = b.fibers[size_t(i)];
     if (f.wait != Wait::Shuffle) continue;
     const int p = begin + ((i - begin) ^ f.shuffle_offset);
-    const bool paired = p < end && b.fibers[size_t(p)].wait == Wait::Shuffle &&
-                        b.fibers[size_t(p)].shuffle_offset == f.shuffle_offset;
-    completes[size_t(i - begin)] = paired || unpaired;
-    read[size_t(i - begin)] = paired ? b.fibers[size_t(p)].shuffled : NAN;
+    const Fiber* partner = p < end ? &b.fibers[size_t(p)] : nullptr;
+    const bool paired = partner && partner->wait == Wait::Shuffle && partner->shuffle_offset == f.shuffle_offset;
+    f.received = paired ? partner->sent : NAN;
+    f.completing = paired || unpaired;
+    any = any || f.completing;
   }
-  bool any = false;
   for (int i = begin; i < end; ++i) {
-    if (!completes[size_t(i - begin)]) continue;
     Fiber& f = b.fibers[size_t(i)];
-    f.shuffled = read[size_t(i - begin)], f.wait = Wait::None;
-    any = true;
+    if (f.completing) f.completing = false, f.wait = Wait::None;
   }
   return any;
 }
@@ -267,9 +266,9 @@ void sync_warp() { suspend(Wait::Warp); }
 float shuffle_xor(float v, int offset, int width) {
   if (offset <= 0 || offset >= width || width > DCUSERVE_EMULATED_WARP_SIZE) fail("shuffle offset outside its segment");
   Fiber& f = self();
-  f.shuffled = v, f.shuffle_offset = offset;
+  f.sent = v, f.shuffle_offset = offset;
   suspend(Wait::Shuffle);
-  return f.shuffled;
+  return f.received;
 }
 
 }  // namespace dcu::gpu::emulation
